@@ -1,0 +1,7 @@
+#include "app/commands.h"
+
+namespace infernix {
+
+void RegisterRenderCommand(CLI::App& app) {}
+
+}  // namespace infernix

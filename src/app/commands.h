@@ -1,0 +1,30 @@
+// Subcommands of the `infernix` binary. Each Register* function adds its subcommands to the app and
+// wires their callbacks; a callback reports user errors by throwing infernix::Error, which main()
+// prints as "error: ..." with exit status 1.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "base/file_set.h"
+
+namespace infernix {
+
+void RegisterModelCommands(CLI::App& app);      // logits, generate           (cmd_model.cpp)
+void RegisterTokenizerCommands(CLI::App& app);  // tokenize, detokenize       (cmd_tokenizer.cpp)
+void RegisterRenderCommand(CLI::App& app);      // render                     (cmd_render.cpp)
+
+// The files of the model named by --model: a folder on disk, or the embedded default model when
+// `path` is empty. Throws Error(kNotFound) for a missing path.
+std::unique_ptr<FileSet> OpenModelFiles(const std::string& path);
+
+// Parses "1,2,3" (spaces allowed, a trailing comma not) into token ids. Throws
+// Error(kInvalidArgument) naming the bad element.
+std::vector<int> ParseTokenList(const std::string& text);
+
+// Text of a whole file on disk; throws Error(kNotFound / kIo) naming the path.
+std::string ReadFileText(const std::string& path);
+
+}  // namespace infernix
