@@ -1,7 +1,93 @@
+// `infernix logits` and `infernix generate`: the model-level CLI contract.
+//   logits   writes the f32 logits of every position, little-endian, row-major [n_tokens, vocab_size]
+//   generate prints the greedily generated token ids as a JSON array
+#include <cstdio>
+#include <fstream>
+#include <memory>
+
 #include "app/commands.h"
+#include "base/error.h"
+#include "engine/backend_factory.h"
+#include "engine/generator.h"
+#include "formats/hf_config.h"
+#include "model/model.h"
 
 namespace infernix {
+namespace {
 
-void RegisterModelCommands(CLI::App& app) {}
+struct CommonOptions {
+  std::string model_path;
+  std::string tokens;
+  BackendOptions backend;
+};
+
+void AddCommonOptions(CLI::App* cmd, CommonOptions& o) {
+  cmd->add_option("--model", o.model_path,
+                  "Model folder (config.json + *.safetensors); default: the embedded qwen3-next-e2e model");
+  cmd->add_option("--tokens", o.tokens, "Prompt token ids, comma-separated (e.g. 1,2,3)")->required();
+  cmd->add_option("--backend", o.backend.name, "Compute backend: cpu")->capture_default_str();
+  cmd->add_option("--threads", o.backend.n_threads, "CPU threads (0 = one per hardware thread)")->capture_default_str();
+}
+
+struct Loaded {
+  std::unique_ptr<FileSet> files;
+  std::unique_ptr<Backend> backend;
+  std::unique_ptr<Model> model;
+};
+
+Loaded Load(const CommonOptions& o) {
+  Loaded l;
+  l.files = OpenModelFiles(o.model_path);
+  l.backend = CreateBackend(o.backend);
+  l.model = LoadModel(*l.files, *l.backend);
+  return l;
+}
+
+}  // namespace
+
+void RegisterModelCommands(CLI::App& app) {
+  auto logits_opts = std::make_shared<CommonOptions>();
+  auto out_path = std::make_shared<std::string>();
+  CLI::App* logits = app.add_subcommand(
+      "logits", "Write the float32 logits of every prompt position to a file (little-endian, [n_tokens, vocab_size])");
+  AddCommonOptions(logits, *logits_opts);
+  logits->add_option("--out", *out_path, "Output file")->required();
+  logits->callback([logits_opts, out_path] {
+    std::vector<int32_t> tokens = ParseTokenList(logits_opts->tokens);
+    Loaded l = Load(*logits_opts);
+    std::vector<float> values = PromptLogits(*l.model, tokens);
+    std::ofstream out(*out_path, std::ios::binary | std::ios::trunc);
+    if (!out) ThrowError(ErrorCode::kIo, "--out {}: cannot open for writing", *out_path);
+    out.write(reinterpret_cast<const char*>(values.data()), static_cast<std::streamsize>(values.size() * sizeof(float)));
+    if (!out) ThrowError(ErrorCode::kIo, "--out {}: write failed", *out_path);
+  });
+
+  auto gen_opts = std::make_shared<CommonOptions>();
+  auto max_tokens = std::make_shared<int>(16);
+  auto stop_at_eos = std::make_shared<bool>(false);
+  auto ctx_size = std::make_shared<int64_t>(0);
+  CLI::App* generate =
+      app.add_subcommand("generate", "Greedy generation: print the new token ids as a JSON array");
+  AddCommonOptions(generate, *gen_opts);
+  generate->add_option("--max-tokens", *max_tokens, "Number of tokens to generate")->capture_default_str();
+  generate->add_flag("--stop-at-eos", *stop_at_eos,
+                     "Stop after an end-of-sequence token (from generation_config.json); default: never stop early");
+  generate->add_option("--ctx-size", *ctx_size,
+                       "Context size in tokens (prompt + generated); 0 = the model's max_position_embeddings")
+      ->capture_default_str();
+  generate->callback([gen_opts, max_tokens, stop_at_eos, ctx_size] {
+    std::vector<int32_t> tokens = ParseTokenList(gen_opts->tokens);
+    Loaded l = Load(*gen_opts);
+    GreedyOptions g;
+    g.max_new_tokens = *max_tokens;
+    g.stop_at_eos = *stop_at_eos;
+    g.eos_token_ids = LoadGenerationDefaults(*l.files).eos_token_ids;
+    g.max_context = *ctx_size > 0 ? *ctx_size : l.model->config().max_position_embeddings;
+    std::vector<int32_t> out = GreedyGenerate(*l.model, tokens, g);
+    std::string s = "[";
+    for (size_t i = 0; i < out.size(); ++i) s += (i ? "," : "") + std::to_string(out[i]);
+    std::printf("%s]\n", s.c_str());
+  });
+}
 
 }  // namespace infernix

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <memory>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -22,7 +24,7 @@ std::unique_ptr<FileSet> OpenModelFiles(const std::string& path);
 
 // Parses "1,2,3" (spaces allowed, a trailing comma not) into token ids. Throws
 // Error(kInvalidArgument) naming the bad element.
-std::vector<int> ParseTokenList(const std::string& text);
+std::vector<int32_t> ParseTokenList(const std::string& text);
 
 // Text of a whole file on disk; throws Error(kNotFound / kIo) naming the path.
 std::string ReadFileText(const std::string& path);

@@ -13,8 +13,8 @@ std::unique_ptr<FileSet> OpenModelFiles(const std::string& path) {
   return std::make_unique<DirFileSet>(path);
 }
 
-std::vector<int> ParseTokenList(const std::string& text) {
-  std::vector<int> ids;
+std::vector<int32_t> ParseTokenList(const std::string& text) {
+  std::vector<int32_t> ids;
   size_t pos = 0, index = 0;
   if (text.find_first_not_of(" \t\n") == std::string::npos) return ids;
   while (pos <= text.size()) {
@@ -28,7 +28,7 @@ std::vector<int> ParseTokenList(const std::string& text) {
     if (item.empty() || ec != std::errc() || ptr != item.data() + item.size() || value < 0 || value > INT32_MAX)
       ThrowError(ErrorCode::kInvalidArgument, "--tokens: element {} is '{}', expected a non-negative integer", index,
                  item);
-    ids.push_back(static_cast<int>(value));
+    ids.push_back(static_cast<int32_t>(value));
     pos = comma + 1;
     ++index;
   }

@@ -1,0 +1,155 @@
+// The op contracts: every backend (cpu/ now, cuda/ next) implements this interface, and the models in
+// src/model are written once against it. Each op states its shapes, dtypes and math; the CPU backend
+// is the reference ("oracle") that other backends are tested against.
+//
+// Conventions:
+//  - Tensors are row-major views (tensor/tensor.h) in memory of the backend that runs the op. "f32"
+//    activations on the CPU; other backends may keep activations in other dtypes, and say so.
+//  - Weights W of a linear map are [out, in] (as stored by transformers); the op computes x @ W^T.
+//    Weights may be f32, f16 or bf16; math is always accumulated in f32.
+//  - A batch is flattened: the tokens of several sequences are concatenated, and BatchLayout says
+//    which rows belong to which sequence, the sequence's cache slot and its positions.
+//  - Per-sequence state (KV cache, conv and recurrent state) lives in a SequenceState made by the
+//    backend, indexed by slot. Ops that read state also append/advance it for the batch's tokens.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "tensor/tensor.h"
+
+namespace infernix {
+
+// One sequence's part of a flattened batch: rows [token_begin, token_begin + n_tokens), at positions
+// pos_begin, pos_begin + 1, ...; the cache of `slot` holds exactly pos_begin earlier tokens.
+struct BatchSeq {
+  int slot = 0;
+  int64_t token_begin = 0;
+  int64_t n_tokens = 0;
+  int64_t pos_begin = 0;
+};
+
+struct BatchLayout {
+  std::vector<BatchSeq> seqs;
+  std::vector<int32_t> positions;  // per token (host), pos_begin + offset within its sequence
+  int64_t n_tokens = 0;
+};
+
+// Sizes of the per-sequence state a model needs.
+struct StateSpec {
+  int max_slots = 1;
+  int64_t max_context = 0;  // tokens per slot
+  // Full-attention layers: KV cache.
+  int n_attention_layers = 0;
+  int n_kv_heads = 0;
+  int head_dim = 0;
+  // Gated DeltaNet layers: causal-conv window and recurrent state.
+  int n_linear_layers = 0;
+  int conv_channels = 0;  // 2 * key_dim + value_dim
+  int conv_kernel = 0;    // the conv keeps conv_kernel - 1 previous inputs
+  int n_k_heads = 0, n_v_heads = 0, k_head_dim = 0, v_head_dim = 0;
+};
+
+// Per-slot state of every layer. The ops of a forward pass write the state of the batch's tokens
+// layer by layer; the model then calls Advance() once, so SlotLength() counts whole tokens.
+class SequenceState {
+ public:
+  virtual ~SequenceState() = default;
+  const StateSpec& spec() const { return spec_; }
+  // Forgets slot's tokens: KV length 0, conv and recurrent state zero.
+  virtual void ClearSlot(int slot) = 0;
+  // Tokens currently held for `slot`.
+  int64_t SlotLength(int slot) const { return lengths_[static_cast<size_t>(slot)]; }
+  // Records that the batch's tokens are now part of their slots.
+  void Advance(const BatchLayout& layout) {
+    for (const auto& s : layout.seqs) lengths_[static_cast<size_t>(s.slot)] = s.pos_begin + s.n_tokens;
+  }
+
+ protected:
+  explicit SequenceState(const StateSpec& spec) : spec_(spec), lengths_(static_cast<size_t>(spec.max_slots), 0) {}
+  void ResetLength(int slot) { lengths_[static_cast<size_t>(slot)] = 0; }
+  StateSpec spec_;
+
+ private:
+  std::vector<int64_t> lengths_;
+};
+
+// Weights of the routed experts of one MoE layer, one tensor per expert: gate and up [I, H], down [H, I].
+struct ExpertWeights {
+  std::vector<Tensor> gate, up, down;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string_view name() const = 0;
+
+  // ---- memory ----
+  // A tensor in this backend's memory with the values of host tensor `host` (same dtype and shape),
+  // valid for the backend's lifetime. `host` must stay valid too (the CPU backend uses it in place).
+  virtual Tensor UploadWeight(const Tensor& host) = 0;
+  // Scratch memory for activations, valid until the next ResetScratch(). Contents undefined.
+  virtual Tensor Scratch(DType dtype, Shape shape) = 0;
+  virtual void ResetScratch() = 0;
+  virtual void CopyToBackend(const void* host, Tensor dst) = 0;      // dst.size_bytes() bytes
+  virtual void CopyToHost(const Tensor& src, void* host) = 0;        // src.size_bytes() bytes
+  virtual std::unique_ptr<SequenceState> CreateState(const StateSpec& spec) = 0;
+
+  // ---- ops ----
+  // out[i, :] = table[ids[i], :]. ids i32 [n] (each < table rows, checked by the caller); out f32 [n, H].
+  virtual void Embedding(const Tensor& ids, const Tensor& table, Tensor out) = 0;
+  // Per row r of x [rows, d]: out[r] = x[r] / sqrt(mean(x[r]^2) + eps) * (unit_offset ? 1 + w : w).
+  virtual void RmsNorm(const Tensor& x, const Tensor& weight, float eps, bool unit_offset, Tensor out) = 0;
+  // out [n, m] = x [n, k] @ w[m, k]^T.
+  virtual void MatMul(const Tensor& x, const Tensor& w, Tensor out) = 0;
+  // out = a + b, elementwise, same shapes (out may alias a or b).
+  virtual void Add(const Tensor& a, const Tensor& b, Tensor out) = 0;
+  // out = silu(gate) * up, elementwise; silu(x) = x * sigmoid(x).
+  virtual void SiluMul(const Tensor& gate, const Tensor& up, Tensor out) = 0;
+  // out = x * sigmoid(gate), elementwise (out may alias x).
+  virtual void SigmoidMul(const Tensor& x, const Tensor& gate, Tensor out) = 0;
+  // out [rows, c] = x [rows, cols][:, col_begin : col_begin + c].
+  virtual void SliceColumns(const Tensor& x, int64_t col_begin, Tensor out) = 0;
+  // In place on x [n, heads, head_dim]: rotates dims [0, rotary_dim) of each head by the token's
+  // position (layout.positions), "rotate half" (GPT-NeoX) pairing i <-> i + rotary_dim/2, angle
+  // pos * inv_freq[i] (computed in f32), cos/sin scaled by attention_scale; dims past rotary_dim
+  // pass through. inv_freq f32 [rotary_dim / 2].
+  virtual void Rope(Tensor x, const BatchLayout& layout, const Tensor& inv_freq, float attention_scale) = 0;
+  // Causal GQA attention with a KV cache. q [n, hq, d], k and v [n, hkv, d], out [n, hq, d].
+  // First appends k, v of every token to the cache of its sequence (attention layer `layer`), then
+  // for each token at position p: out = softmax(q . K[0..p] * scale) @ V[0..p], query head h using
+  // KV head h / (hq / hkv). Softmax in f32.
+  virtual void Attention(const Tensor& q, const Tensor& k, const Tensor& v, SequenceState& state, int layer,
+                         const BatchLayout& layout, float scale, Tensor out) = 0;
+  // Depthwise causal conv1d + SiLU over time, per sequence, continuing from the slot's conv state
+  // (the last kernel-1 inputs, zero for a new sequence), which it then updates. x, out [n, C];
+  // w [C, 1, K] or [C, K]: out[t, c] = silu(sum_j w[c, j] * x[t - (K-1) + j, c]).
+  virtual void CausalConv1d(const Tensor& x, const Tensor& w, SequenceState& state, int layer,
+                            const BatchLayout& layout, Tensor out) = 0;
+  // Gated DeltaNet gates, per token and value head: beta = sigmoid(b); g = -exp(a_log) * softplus(a + dt_bias).
+  // a, b [n, nv] f32; a_log, dt_bias [nv]; g, beta f32 [n, nv].
+  virtual void GdnGates(const Tensor& a, const Tensor& b, const Tensor& a_log, const Tensor& dt_bias, Tensor g,
+                        Tensor beta) = 0;
+  // The gated delta rule, recurrent form, continuing from the slot's state S [nv, dk, dv] (f32, zero for
+  // a new sequence), which it updates. q, k [n, nk, dk]; v, out [n, nv, dv]; g, beta [n, nv].
+  // Value head h uses key head h / (nv / nk). Per token: q, k are L2-normalised (x / sqrt(sum x^2 + 1e-6)),
+  // q scaled by 1/sqrt(dk); S = S * exp(g); S += k (x) (beta * (v - S^T k)); out = S^T q.
+  virtual void GatedDeltaRule(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& g, const Tensor& beta,
+                              SequenceState& state, int layer, const BatchLayout& layout, Tensor out) = 0;
+  // Per row r of x, z [rows, d]: out[r] = x[r] / sqrt(mean(x[r]^2) + eps) * w * silu(z[r]).
+  virtual void GatedRmsNorm(const Tensor& x, const Tensor& z, const Tensor& weight, float eps, Tensor out) = 0;
+  // Router: p = softmax(logits[r]) in f32; the top_k largest (ties to the lower expert id), in
+  // descending order, optionally renormalised to sum 1. logits f32 [n, E]; weights f32 [n, k]; ids i32 [n, k].
+  virtual void MoeRouting(const Tensor& logits, int top_k, bool normalize, Tensor weights, Tensor ids) = 0;
+  // out[t] = sum_j weights[t, j] * down_e(silu(gate_e x[t]) * up_e x[t]), e = ids[t, j]. x, out [n, H].
+  virtual void MoeExperts(const Tensor& x, const Tensor& weights, const Tensor& ids, const ExpertWeights& experts,
+                          Tensor out) = 0;
+  // acc[r] += sigmoid(gate_logit[r, 0]) * x[r]. acc, x [n, H]; gate_logit [n, 1].
+  virtual void AddSigmoidGated(Tensor acc, const Tensor& x, const Tensor& gate_logit) = 0;
+  // out[i] = x[rows[i]]. x [n, d]; out [rows.size(), d].
+  virtual void GatherRows(const Tensor& x, const std::vector<int32_t>& rows, Tensor out) = 0;
+};
+
+}  // namespace infernix

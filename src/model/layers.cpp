@@ -1,0 +1,132 @@
+#include "model/layers.h"
+
+#include <cmath>
+
+#include "base/check.h"
+
+namespace infernix {
+namespace {
+
+Tensor NewF32(LayerContext& ctx, Shape shape) { return ctx.backend.Scratch(DType::kF32, shape); }
+
+}  // namespace
+
+Tensor RunAttention(LayerContext& ctx, const AttentionWeights& w, int attention_layer, const Tensor& x) {
+  Backend& be = ctx.backend;
+  const ModelConfig& c = ctx.config;
+  int64_t n = x.rows(), hq = c.num_heads, hkv = c.num_kv_heads, d = c.head_dim;
+  Tensor q = NewF32(ctx, {n, hq, d});
+  Tensor gate;
+  if (w.gated) {
+    Tensor qg = NewF32(ctx, {n, hq, 2 * d});
+    be.MatMul(x, w.q_proj, qg.Reshaped({n, hq * 2 * d}));
+    Tensor rows = qg.Reshaped({n * hq, 2 * d});
+    be.SliceColumns(rows, 0, q.Reshaped({n * hq, d}));
+    gate = NewF32(ctx, {n, hq * d});
+    be.SliceColumns(rows, d, gate.Reshaped({n * hq, d}));
+  } else {
+    be.MatMul(x, w.q_proj, q.Reshaped({n, hq * d}));
+  }
+  Tensor k = NewF32(ctx, {n, hkv, d});
+  Tensor v = NewF32(ctx, {n, hkv, d});
+  be.MatMul(x, w.k_proj, k.Reshaped({n, hkv * d}));
+  be.MatMul(x, w.v_proj, v.Reshaped({n, hkv * d}));
+  float eps = static_cast<float>(c.rms_norm_eps);
+  be.RmsNorm(q.Reshaped({n * hq, d}), w.q_norm, eps, c.zero_centered_norm, q.Reshaped({n * hq, d}));
+  be.RmsNorm(k.Reshaped({n * hkv, d}), w.k_norm, eps, c.zero_centered_norm, k.Reshaped({n * hkv, d}));
+  be.Rope(q, ctx.layout, ctx.rope_inv_freq, ctx.rope_attention_scale);
+  be.Rope(k, ctx.layout, ctx.rope_inv_freq, ctx.rope_attention_scale);
+  Tensor attn = NewF32(ctx, {n, hq, d});
+  float scale = 1.0f / std::sqrt(static_cast<float>(d));
+  be.Attention(q, k, v, ctx.state, attention_layer, ctx.layout, scale, attn);
+  Tensor flat = attn.Reshaped({n, hq * d});
+  if (w.gated) be.SigmoidMul(flat, gate, flat);
+  Tensor out = NewF32(ctx, {n, c.hidden_size});
+  be.MatMul(flat, w.o_proj, out);
+  return out;
+}
+
+Tensor RunMlp(LayerContext& ctx, const MlpWeights& w, const Tensor& x) {
+  Backend& be = ctx.backend;
+  int64_t n = x.rows(), inter = w.gate_proj.rows();
+  Tensor gate = NewF32(ctx, {n, inter});
+  Tensor up = NewF32(ctx, {n, inter});
+  be.MatMul(x, w.gate_proj, gate);
+  be.MatMul(x, w.up_proj, up);
+  be.SiluMul(gate, up, gate);
+  Tensor out = NewF32(ctx, {n, w.down_proj.rows()});
+  be.MatMul(gate, w.down_proj, out);
+  return out;
+}
+
+Tensor RunMoe(LayerContext& ctx, const MoeWeights& w, const Tensor& x) {
+  Backend& be = ctx.backend;
+  const ModelConfig& c = ctx.config;
+  int64_t n = x.rows(), k = c.num_experts_per_tok;
+  Tensor logits = NewF32(ctx, {n, c.num_experts});
+  be.MatMul(x, w.router, logits);
+  Tensor weights = NewF32(ctx, {n, k});
+  Tensor ids = be.Scratch(DType::kI32, {n, k});
+  be.MoeRouting(logits, static_cast<int>(k), c.norm_topk_prob, weights, ids);
+  Tensor out = NewF32(ctx, {n, c.hidden_size});
+  be.MoeExperts(x, weights, ids, w.experts, out);
+  if (w.shared_expert) {
+    Tensor shared = RunMlp(ctx, *w.shared_expert, x);
+    Tensor gate_logit = NewF32(ctx, {n, 1});
+    be.MatMul(x, w.shared_expert_gate, gate_logit);
+    be.AddSigmoidGated(out, shared, gate_logit);
+  }
+  return out;
+}
+
+Tensor RunGatedDeltaNet(LayerContext& ctx, const GatedDeltaNetWeights& w, int linear_layer, const Tensor& x) {
+  Backend& be = ctx.backend;
+  const ModelConfig& c = ctx.config;
+  int64_t n = x.rows(), nk = c.linear_num_key_heads, nv = c.linear_num_value_heads;
+  int64_t dk = c.linear_key_head_dim, dv = c.linear_value_head_dim;
+  int64_t key_dim = nk * dk, value_dim = nv * dv, conv_dim = 2 * key_dim + value_dim;
+  Tensor mixed = NewF32(ctx, {n, conv_dim});
+  be.MatMul(x, w.in_proj_qkv, mixed);
+  Tensor z = NewF32(ctx, {n, value_dim});
+  be.MatMul(x, w.in_proj_z, z);
+  Tensor b = NewF32(ctx, {n, nv});
+  Tensor a = NewF32(ctx, {n, nv});
+  be.MatMul(x, w.in_proj_b, b);
+  be.MatMul(x, w.in_proj_a, a);
+  Tensor conv = NewF32(ctx, {n, conv_dim});
+  be.CausalConv1d(mixed, w.conv1d, ctx.state, linear_layer, ctx.layout, conv);
+  Tensor q = NewF32(ctx, {n, nk, dk});
+  Tensor k = NewF32(ctx, {n, nk, dk});
+  Tensor v = NewF32(ctx, {n, nv, dv});
+  be.SliceColumns(conv, 0, q.Reshaped({n, key_dim}));
+  be.SliceColumns(conv, key_dim, k.Reshaped({n, key_dim}));
+  be.SliceColumns(conv, 2 * key_dim, v.Reshaped({n, value_dim}));
+  Tensor g = NewF32(ctx, {n, nv});
+  Tensor beta = NewF32(ctx, {n, nv});
+  be.GdnGates(a, b, w.a_log, w.dt_bias, g, beta);
+  Tensor core = NewF32(ctx, {n, nv, dv});
+  be.GatedDeltaRule(q, k, v, g, beta, ctx.state, linear_layer, ctx.layout, core);
+  Tensor normed = NewF32(ctx, {n * nv, dv});
+  be.GatedRmsNorm(core.Reshaped({n * nv, dv}), z.Reshaped({n * nv, dv}), w.norm, static_cast<float>(c.rms_norm_eps),
+                  normed);
+  Tensor out = NewF32(ctx, {n, c.hidden_size});
+  be.MatMul(normed.Reshaped({n, value_dim}), w.out_proj, out);
+  return out;
+}
+
+void RunDecoderLayer(LayerContext& ctx, const DecoderLayerWeights& w, int layer, Tensor hidden) {
+  Backend& be = ctx.backend;
+  const ModelConfig& c = ctx.config;
+  float eps = static_cast<float>(c.rms_norm_eps);
+  Tensor normed = NewF32(ctx, hidden.shape);
+  be.RmsNorm(hidden, w.input_norm, eps, c.zero_centered_norm, normed);
+  int index = c.IndexWithinType(layer);
+  Tensor mixed = w.attention ? RunAttention(ctx, *w.attention, index, normed)
+                             : RunGatedDeltaNet(ctx, *w.linear_attention, index, normed);
+  be.Add(hidden, mixed, hidden);
+  be.RmsNorm(hidden, w.post_attention_norm, eps, c.zero_centered_norm, normed);
+  Tensor mlp = w.moe ? RunMoe(ctx, *w.moe, normed) : RunMlp(ctx, *w.mlp, normed);
+  be.Add(hidden, mlp, hidden);
+}
+
+}  // namespace infernix

@@ -1,0 +1,178 @@
+#include "model/model.h"
+
+#include <set>
+
+#include "base/check.h"
+#include "base/error.h"
+#include "model/architectures.h"
+#include "model/rope.h"
+#include "model/weight_binder.h"
+
+namespace infernix {
+
+ForwardBatch ForwardBatch::Single(std::vector<int32_t> tokens, int slot, int64_t pos_begin, bool all_logits) {
+  ForwardBatch b;
+  int64_t n = static_cast<int64_t>(tokens.size());
+  b.seqs.push_back(BatchSeq{slot, 0, n, pos_begin});
+  if (all_logits) {
+    for (int64_t i = 0; i < n; ++i) b.logit_rows.push_back(static_cast<int32_t>(i));
+  } else if (n > 0) {
+    b.logit_rows.push_back(static_cast<int32_t>(n - 1));
+  }
+  b.tokens = std::move(tokens);
+  return b;
+}
+
+AttentionWeights BindAttention(const ModelConfig& c, WeightBinder& binder, const std::string& p) {
+  AttentionWeights a;
+  int64_t h = c.hidden_size, d = c.head_dim;
+  a.gated = c.gated_attention;
+  a.q_proj = binder.Get(p + "q_proj.weight", {c.num_heads * d * (a.gated ? 2 : 1), h});
+  a.k_proj = binder.Get(p + "k_proj.weight", {c.num_kv_heads * d, h});
+  a.v_proj = binder.Get(p + "v_proj.weight", {c.num_kv_heads * d, h});
+  a.o_proj = binder.Get(p + "o_proj.weight", {h, c.num_heads * d});
+  a.q_norm = binder.Get(p + "q_norm.weight", {d});
+  a.k_norm = binder.Get(p + "k_norm.weight", {d});
+  return a;
+}
+
+MlpWeights BindMlp(const ModelConfig& c, WeightBinder& binder, const std::string& p, int64_t intermediate) {
+  MlpWeights m;
+  m.gate_proj = binder.Get(p + "gate_proj.weight", {intermediate, c.hidden_size});
+  m.up_proj = binder.Get(p + "up_proj.weight", {intermediate, c.hidden_size});
+  m.down_proj = binder.Get(p + "down_proj.weight", {c.hidden_size, intermediate});
+  return m;
+}
+
+ExpertWeights BindExperts(const ModelConfig& c, WeightBinder& binder, const std::string& p) {
+  ExpertWeights e;
+  int64_t h = c.hidden_size, inter = c.moe_intermediate_size, n = c.num_experts;
+  if (binder.Has(p + "experts.gate_up_proj")) {  // fused layout: [E, 2I, H] and [E, H, I]
+    Tensor gate_up = binder.Get(p + "experts.gate_up_proj", {n, 2 * inter, h});
+    Tensor down = binder.Get(p + "experts.down_proj", {n, h, inter});
+    for (int64_t i = 0; i < n; ++i) {
+      Tensor gu = gate_up.SliceRows(i, 1).Reshaped({2 * inter, h});
+      e.gate.push_back(gu.SliceRows(0, inter));
+      e.up.push_back(gu.SliceRows(inter, inter));
+      e.down.push_back(down.SliceRows(i, 1).Reshaped({h, inter}));
+    }
+    return e;
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    std::string q = p + "experts." + std::to_string(i) + ".";
+    e.gate.push_back(binder.Get(q + "gate_proj.weight", {inter, h}));
+    e.up.push_back(binder.Get(q + "up_proj.weight", {inter, h}));
+    e.down.push_back(binder.Get(q + "down_proj.weight", {h, inter}));
+  }
+  return e;
+}
+
+Model::Model(ModelConfig config, std::unique_ptr<WeightFiles> files, Backend& backend)
+    : config_(std::move(config)), files_(std::move(files)), backend_(backend) {
+  binder_ = std::make_unique<WeightBinder>(*files_, backend_);
+  const std::string& p = binder_->prefix();
+  int64_t v = config_.vocab_size, h = config_.hidden_size;
+  weights_.embed = binder_->Get(p + "embed_tokens.weight", {v, h});
+  weights_.final_norm = binder_->Get(p + "norm.weight", {h});
+  if (binder_->Has("lm_head.weight")) {
+    weights_.lm_head = binder_->Get("lm_head.weight", {v, h});
+  } else if (config_.tie_word_embeddings) {
+    weights_.lm_head = weights_.embed;
+  } else {
+    ThrowError(ErrorCode::kNotFound, "{}: tensor 'lm_head.weight' is missing and tie_word_embeddings is false",
+               files_->Describe());
+  }
+  if (config_.is_hybrid()) {
+    BindQwen3NextWeights(config_, *binder_, weights_);
+  } else {
+    BindQwen3Weights(config_, *binder_, weights_);
+  }
+  RopeFrequencies rope = ComputeRopeFrequencies(config_.rope, config_.max_position_embeddings);
+  rope_inv_freq_host_ = HostBuffer(DType::kF32, {static_cast<int64_t>(rope.inv_freq.size())});
+  std::copy(rope.inv_freq.begin(), rope.inv_freq.end(), rope_inv_freq_host_.view().as<float>());
+  rope_inv_freq_ = backend_.UploadWeight(rope_inv_freq_host_.view());
+  rope_attention_scale_ = rope.attention_scale;
+}
+
+Model::~Model() = default;
+
+StateSpec Model::MakeStateSpec(int max_slots, int64_t max_context) const {
+  const ModelConfig& c = config_;
+  StateSpec s;
+  s.max_slots = max_slots;
+  s.max_context = max_context;
+  s.n_attention_layers = c.CountLayers(LayerType::kFullAttention);
+  s.n_kv_heads = c.num_kv_heads;
+  s.head_dim = c.head_dim;
+  s.n_linear_layers = c.CountLayers(LayerType::kLinearAttention);
+  if (s.n_linear_layers > 0) {
+    s.conv_channels = 2 * c.linear_num_key_heads * c.linear_key_head_dim + c.linear_num_value_heads * c.linear_value_head_dim;
+    s.conv_kernel = c.linear_conv_kernel_dim;
+    s.n_k_heads = c.linear_num_key_heads;
+    s.n_v_heads = c.linear_num_value_heads;
+    s.k_head_dim = c.linear_key_head_dim;
+    s.v_head_dim = c.linear_value_head_dim;
+  }
+  return s;
+}
+
+void Model::Forward(const ForwardBatch& batch, SequenceState& state, std::vector<float>& logits) {
+  const int64_t n = static_cast<int64_t>(batch.tokens.size());
+  for (int64_t i = 0; i < n; ++i) {
+    int32_t id = batch.tokens[static_cast<size_t>(i)];
+    if (id < 0 || id >= config_.vocab_size)
+      ThrowError(ErrorCode::kInvalidArgument, "token {} (at index {}) is outside the vocabulary [0, {})", id, i,
+                 config_.vocab_size);
+  }
+  BatchLayout layout;
+  layout.n_tokens = n;
+  layout.seqs = batch.seqs;
+  layout.positions.resize(static_cast<size_t>(n));
+  std::set<int> slots;
+  int64_t covered = 0;
+  for (const BatchSeq& s : batch.seqs) {
+    INFX_CHECK_MSG(slots.insert(s.slot).second, "slot {} twice in one batch", s.slot);
+    INFX_CHECK(s.slot >= 0 && s.slot < state.spec().max_slots);
+    INFX_CHECK_MSG(s.pos_begin == state.SlotLength(s.slot), "slot {} holds {} tokens, batch starts at {}", s.slot,
+                   state.SlotLength(s.slot), s.pos_begin);
+    INFX_CHECK(s.token_begin >= 0 && s.n_tokens >= 0 && s.token_begin + s.n_tokens <= n);
+    if (s.pos_begin + s.n_tokens > state.spec().max_context)
+      ThrowError(ErrorCode::kOutOfRange, "sequence of {} tokens exceeds the context size of {} tokens",
+                 s.pos_begin + s.n_tokens, state.spec().max_context);
+    for (int64_t i = 0; i < s.n_tokens; ++i)
+      layout.positions[static_cast<size_t>(s.token_begin + i)] = static_cast<int32_t>(s.pos_begin + i);
+    covered += s.n_tokens;
+  }
+  INFX_CHECK_MSG(covered == n, "sequences cover {} of {} tokens", covered, n);
+  logits.clear();
+  if (n == 0) return;
+
+  Backend& be = backend_;
+  be.ResetScratch();
+  LayerContext ctx{be, config_, layout, state, rope_inv_freq_, rope_attention_scale_};
+  Tensor ids = be.Scratch(DType::kI32, {n});
+  be.CopyToBackend(batch.tokens.data(), ids);
+  Tensor hidden = be.Scratch(DType::kF32, {n, config_.hidden_size});
+  be.Embedding(ids, weights_.embed, hidden);
+  for (int l = 0; l < config_.num_layers; ++l) RunDecoderLayer(ctx, weights_.layers[static_cast<size_t>(l)], l, hidden);
+  state.Advance(layout);
+
+  int64_t rows = static_cast<int64_t>(batch.logit_rows.size());
+  if (rows == 0) return;
+  Tensor selected = be.Scratch(DType::kF32, {rows, config_.hidden_size});
+  be.GatherRows(hidden, batch.logit_rows, selected);
+  be.RmsNorm(selected, weights_.final_norm, static_cast<float>(config_.rms_norm_eps), config_.zero_centered_norm,
+             selected);
+  Tensor out = be.Scratch(DType::kF32, {rows, config_.vocab_size});
+  be.MatMul(selected, weights_.lm_head, out);
+  logits.resize(static_cast<size_t>(rows * config_.vocab_size));
+  be.CopyToHost(out, logits.data());
+}
+
+std::unique_ptr<Model> LoadModel(const FileSet& files, Backend& backend) {
+  ModelConfig config = LoadModelConfig(files);
+  auto weights = std::make_unique<WeightFiles>(files);
+  return std::make_unique<Model>(std::move(config), std::move(weights), backend);
+}
+
+}  // namespace infernix

@@ -1,0 +1,67 @@
+// A loaded decoder-only Qwen model: its config, its weights on a backend, and the forward pass over a
+// flattened batch of sequences (prefill chunks and decode tokens together).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "backend/ops.h"
+#include "base/file_set.h"
+#include "formats/hf_config.h"
+#include "formats/safetensors.h"
+#include "model/layers.h"
+
+namespace infernix {
+
+// Input of one forward pass. seqs[i] covers tokens [token_begin, token_begin + n_tokens) and starts
+// at position pos_begin, which must equal the tokens its slot already holds; slots are distinct.
+// logit_rows names the token rows whose logits are returned, in that order.
+struct ForwardBatch {
+  std::vector<int32_t> tokens;
+  std::vector<BatchSeq> seqs;
+  std::vector<int32_t> logit_rows;
+
+  // A batch of one sequence.
+  static ForwardBatch Single(std::vector<int32_t> tokens, int slot, int64_t pos_begin, bool all_logits);
+};
+
+struct ModelWeights {
+  Tensor embed;       // [V, H]
+  Tensor final_norm;  // [H]
+  Tensor lm_head;     // [V, H] (the embedding when tied)
+  std::vector<DecoderLayerWeights> layers;
+};
+
+class WeightBinder;
+
+class Model {
+ public:
+  Model(ModelConfig config, std::unique_ptr<WeightFiles> files, Backend& backend);
+  ~Model();
+
+  const ModelConfig& config() const { return config_; }
+  Backend& backend() { return backend_; }
+  // State sizes for `max_slots` concurrent sequences of up to `max_context` tokens each.
+  StateSpec MakeStateSpec(int max_slots, int64_t max_context) const;
+
+  // Runs the batch and appends its tokens to `state`. logits: [logit_rows.size(), vocab_size] f32.
+  // Errors: kInvalidArgument for a token id outside the vocabulary (naming its index),
+  // kOutOfRange when a sequence would exceed the state's max_context.
+  void Forward(const ForwardBatch& batch, SequenceState& state, std::vector<float>& logits);
+
+ private:
+  ModelConfig config_;
+  std::unique_ptr<WeightFiles> files_;
+  Backend& backend_;
+  std::unique_ptr<WeightBinder> binder_;
+  ModelWeights weights_;
+  HostBuffer rope_inv_freq_host_;
+  Tensor rope_inv_freq_;
+  float rope_attention_scale_ = 1.0f;
+};
+
+// Loads config.json and the safetensors weights of a model folder (or the embedded model) onto
+// `backend`, which must outlive the model.
+std::unique_ptr<Model> LoadModel(const FileSet& files, Backend& backend);
+
+}  // namespace infernix

@@ -1,0 +1,184 @@
+// The models against transformers' outputs (tests/fixtures/models/*/reference.safetensors):
+// at every position the same argmax and max |logit - ref| <= 1e-3 * max(1, max |ref|); greedy
+// generation reproduces generate.new_ids and its step logits; decode equals prefill; batching several
+// sequences at different positions in one forward call changes nothing.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+
+#include "backend/cpu/cpu_backend.h"
+#include "engine/generator.h"
+#include "model/model.h"
+#include "test_util.h"
+
+namespace infernix {
+namespace {
+
+using testing::ModelDir;
+using testing::Reference;
+
+struct Comparison {
+  double max_abs_diff = 0, max_abs_ref = 0;
+  int64_t argmax_mismatches = 0;
+  double Bound() const { return 1e-3 * std::max(1.0, max_abs_ref); }
+};
+
+Comparison Compare(const std::vector<float>& got, const std::vector<float>& ref, int64_t vocab) {
+  Comparison c;
+  EXPECT_EQ(got.size(), ref.size());
+  int64_t rows = static_cast<int64_t>(std::min(got.size(), ref.size())) / vocab;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* g = got.data() + r * vocab;
+    const float* e = ref.data() + r * vocab;
+    if (Argmax(g, vocab) != Argmax(e, vocab)) ++c.argmax_mismatches;
+    for (int64_t i = 0; i < vocab; ++i) {
+      c.max_abs_diff = std::max(c.max_abs_diff, std::abs(static_cast<double>(g[i]) - e[i]));
+      c.max_abs_ref = std::max(c.max_abs_ref, std::abs(static_cast<double>(e[i])));
+    }
+  }
+  return c;
+}
+
+class TinyModel : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    files_ = std::make_unique<DirFileSet>(ModelDir(GetParam()));
+    backend_ = std::make_unique<CpuBackend>(2);
+    model_ = LoadModel(*files_, *backend_);
+    ref_ = std::make_unique<Reference>(GetParam());
+  }
+  int64_t vocab() const { return model_->config().vocab_size; }
+
+  std::unique_ptr<DirFileSet> files_;
+  std::unique_ptr<CpuBackend> backend_;
+  std::unique_ptr<Model> model_;
+  std::unique_ptr<Reference> ref_;
+};
+
+TEST_P(TinyModel, PromptLogitsMatchTransformers) {
+  int checked = 0;
+  for (int i = 0; ref_->Has("prompt." + std::to_string(i) + ".ids"); ++i, ++checked) {
+    std::string p = "prompt." + std::to_string(i);
+    std::vector<int32_t> ids = ref_->Ids(p + ".ids");
+    Comparison c = Compare(PromptLogits(*model_, ids), ref_->Floats(p + ".logits"), vocab());
+    EXPECT_EQ(c.argmax_mismatches, 0) << p << " (length " << ids.size() << ")";
+    EXPECT_LE(c.max_abs_diff, c.Bound()) << p << " (length " << ids.size() << ")";
+    RecordProperty(p + ".max_abs_diff", std::to_string(c.max_abs_diff));
+  }
+  EXPECT_GE(checked, 4);
+}
+
+TEST_P(TinyModel, GreedyGenerationMatchesTransformers) {
+  std::vector<int32_t> prompt = ref_->Ids("generate.prompt_ids");
+  std::vector<int32_t> want = ref_->Ids("generate.new_ids");
+  std::vector<float> step_logits;
+  GreedyOptions g;
+  g.max_new_tokens = static_cast<int>(want.size());
+  g.on_step = [&](const std::vector<float>& l, int32_t) { step_logits.insert(step_logits.end(), l.begin(), l.end()); };
+  EXPECT_EQ(GreedyGenerate(*model_, prompt, g), want);
+  Comparison c = Compare(step_logits, ref_->Floats("generate.step_logits"), vocab());
+  EXPECT_EQ(c.argmax_mismatches, 0);
+  EXPECT_LE(c.max_abs_diff, c.Bound());
+}
+
+// Decoding token by token gives the logits of a prefill of the whole sequence.
+TEST_P(TinyModel, DecodeEqualsPrefill) {
+  std::vector<int32_t> ids = ref_->Ids("prompt.2.ids");  // 64 tokens in every fixture
+  ASSERT_GE(ids.size(), 10u);
+  std::vector<float> prefill = PromptLogits(*model_, ids);
+  auto state = backend_->CreateState(model_->MakeStateSpec(1, static_cast<int64_t>(ids.size())));
+  std::vector<float> decoded, logits;
+  // A prefill chunk of 5, then one token at a time.
+  model_->Forward(ForwardBatch::Single({ids.begin(), ids.begin() + 5}, 0, 0, true), *state, logits);
+  decoded = logits;
+  for (size_t i = 5; i < ids.size(); ++i) {
+    model_->Forward(ForwardBatch::Single({ids[i]}, 0, static_cast<int64_t>(i), true), *state, logits);
+    decoded.insert(decoded.end(), logits.begin(), logits.end());
+  }
+  Comparison c = Compare(decoded, prefill, vocab());
+  EXPECT_EQ(c.argmax_mismatches, 0);
+  EXPECT_LE(c.max_abs_diff, 1e-4 * std::max(1.0, c.max_abs_ref));
+}
+
+// Three sequences at different positions in one flattened forward call (a decode token, a prefill
+// continuation chunk and a fresh prompt) give the same logits as each run alone.
+TEST_P(TinyModel, BatchedSequencesMatchSeparateRuns) {
+  std::vector<int32_t> a = ref_->Ids("prompt.2.ids"), b = ref_->Ids("prompt.1.ids");
+  int64_t v = vocab();
+  auto state = backend_->CreateState(model_->MakeStateSpec(3, 128));
+  std::vector<float> logits;
+  // Warm up slots 0 and 1 with prefixes.
+  model_->Forward(ForwardBatch::Single({a.begin(), a.begin() + 20}, 0, 0, false), *state, logits);
+  model_->Forward(ForwardBatch::Single({b.begin(), b.begin() + 2}, 1, 0, false), *state, logits);
+  ForwardBatch batch;
+  batch.tokens.push_back(a[20]);                                   // slot 0: decode at position 20
+  batch.tokens.insert(batch.tokens.end(), b.begin() + 2, b.end());  // slot 1: chunk from position 2
+  batch.tokens.insert(batch.tokens.end(), a.begin(), a.begin() + 7);  // slot 2: fresh prompt
+  int64_t nb = static_cast<int64_t>(b.size()) - 2;
+  batch.seqs = {{0, 0, 1, 20}, {1, 1, nb, 2}, {2, 1 + nb, 7, 0}};
+  for (int32_t r = 0; r < static_cast<int32_t>(batch.tokens.size()); ++r) batch.logit_rows.push_back(r);
+  model_->Forward(batch, *state, logits);
+
+  std::vector<float> expected;
+  std::vector<float> full_a = PromptLogits(*model_, {a.begin(), a.begin() + 21});
+  expected.insert(expected.end(), full_a.end() - v, full_a.end());
+  std::vector<float> full_b = PromptLogits(*model_, b);
+  expected.insert(expected.end(), full_b.begin() + 2 * v, full_b.end());
+  std::vector<float> fresh = PromptLogits(*model_, {a.begin(), a.begin() + 7});
+  expected.insert(expected.end(), fresh.begin(), fresh.end());
+  Comparison c = Compare(logits, expected, v);
+  EXPECT_EQ(c.argmax_mismatches, 0);
+  EXPECT_LE(c.max_abs_diff, 1e-4 * std::max(1.0, c.max_abs_ref));
+  EXPECT_EQ(state->SlotLength(0), 21);
+  EXPECT_EQ(state->SlotLength(1), static_cast<int64_t>(b.size()));
+  EXPECT_EQ(state->SlotLength(2), 7);
+}
+
+// The thread count does not change a single bit of the output.
+TEST_P(TinyModel, DeterministicAcrossThreadCounts) {
+  std::vector<int32_t> ids = ref_->Ids("prompt.2.ids");
+  std::vector<float> two = PromptLogits(*model_, ids);
+  CpuBackend one_thread(1);
+  auto model1 = LoadModel(*files_, one_thread);
+  EXPECT_EQ(PromptLogits(*model1, ids), two);
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, TinyModel,
+                         ::testing::Values("qwen3-tiny", "qwen3-moe-tiny", "qwen3-next-tiny", "qwen3.5-tiny",
+                                           "qwen3.5-moe-tiny"),
+                         [](const auto& info) {
+                           std::string s = info.param;
+                           std::replace(s.begin(), s.end(), '-', '_');
+                           std::replace(s.begin(), s.end(), '.', '_');
+                           return s;
+                         });
+
+// The real-vocabulary e2e models reproduce the greedy ids of their reference chats.
+class E2eModel : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(E2eModel, ReproducesReferenceChat) {
+  DirFileSet files(ModelDir(GetParam()));
+  CpuBackend backend(2);
+  auto model = LoadModel(files, backend);
+  std::ifstream in(ModelDir(GetParam()) + "/reference-chat.json");
+  nlohmann::json chats = nlohmann::json::parse(in);
+  ASSERT_EQ(chats.size(), 2u);
+  for (const auto& chat : chats) {
+    std::vector<int32_t> prompt = chat["prompt_ids"].get<std::vector<int32_t>>();
+    std::vector<int32_t> want = chat["new_ids"].get<std::vector<int32_t>>();
+    GreedyOptions g;
+    g.max_new_tokens = static_cast<int>(want.size());
+    EXPECT_EQ(GreedyGenerate(*model, prompt, g), want);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, E2eModel, ::testing::Values("qwen3-e2e", "qwen3-next-e2e"), [](const auto& info) {
+  std::string s = info.param;
+  std::replace(s.begin(), s.end(), '-', '_');
+  return s;
+});
+
+}  // namespace
+}  // namespace infernix
