@@ -3,8 +3,10 @@
 // is the reference ("oracle") that other backends are tested against.
 //
 // Conventions:
-//  - Tensors are row-major views (tensor/tensor.h) in memory of the backend that runs the op. "f32"
-//    activations on the CPU; other backends may keep activations in other dtypes, and say so.
+//  - Tensors are row-major views (tensor/tensor.h) in memory of the backend that runs the op.
+//    Activations are in the backend's activation_dtype() (f32 on the CPU, bf16 on GPUs); router
+//    logits, routing weights, DeltaNet gates (g, beta), the shared-expert gate logit and the final
+//    logits are always f32: MatMul writes whichever dtype its output tensor has.
 //  - Weights W of a linear map are [out, in] (as stored by transformers); the op computes x @ W^T.
 //    Weights may be f32, f16 or bf16; math is always accumulated in f32.
 //  - A batch is flattened: the tokens of several sequences are concatenated, and BatchLayout says
@@ -85,6 +87,8 @@ class Backend {
  public:
   virtual ~Backend() = default;
   virtual std::string_view name() const = 0;
+  // The dtype of activations between ops (hidden states, projections, attention outputs).
+  virtual DType activation_dtype() const = 0;
 
   // ---- memory ----
   // A tensor in this backend's memory with the values of host tensor `host` (same dtype and shape),
@@ -129,7 +133,7 @@ class Backend {
   virtual void CausalConv1d(const Tensor& x, const Tensor& w, SequenceState& state, int layer,
                             const BatchLayout& layout, Tensor out) = 0;
   // Gated DeltaNet gates, per token and value head: beta = sigmoid(b); g = -exp(a_log) * softplus(a + dt_bias).
-  // a, b [n, nv] f32; a_log, dt_bias [nv]; g, beta f32 [n, nv].
+  // a, b [n, nv] activations; a_log, dt_bias [nv]; g, beta f32 [n, nv].
   virtual void GdnGates(const Tensor& a, const Tensor& b, const Tensor& a_log, const Tensor& dt_bias, Tensor g,
                         Tensor beta) = 0;
   // The gated delta rule, recurrent form, continuing from the slot's state S [nv, dk, dv] (f32, zero for

@@ -7,6 +7,8 @@
 namespace infernix {
 namespace {
 
+// Activations in the backend's activation dtype; routing, gates and logits always in f32.
+Tensor NewAct(LayerContext& ctx, Shape shape) { return ctx.backend.Scratch(ctx.backend.activation_dtype(), shape); }
 Tensor NewF32(LayerContext& ctx, Shape shape) { return ctx.backend.Scratch(DType::kF32, shape); }
 
 }  // namespace
@@ -15,20 +17,20 @@ Tensor RunAttention(LayerContext& ctx, const AttentionWeights& w, int attention_
   Backend& be = ctx.backend;
   const ModelConfig& c = ctx.config;
   int64_t n = x.rows(), hq = c.num_heads, hkv = c.num_kv_heads, d = c.head_dim;
-  Tensor q = NewF32(ctx, {n, hq, d});
+  Tensor q = NewAct(ctx, {n, hq, d});
   Tensor gate;
   if (w.gated) {
-    Tensor qg = NewF32(ctx, {n, hq, 2 * d});
+    Tensor qg = NewAct(ctx, {n, hq, 2 * d});
     be.MatMul(x, w.q_proj, qg.Reshaped({n, hq * 2 * d}));
     Tensor rows = qg.Reshaped({n * hq, 2 * d});
     be.SliceColumns(rows, 0, q.Reshaped({n * hq, d}));
-    gate = NewF32(ctx, {n, hq * d});
+    gate = NewAct(ctx, {n, hq * d});
     be.SliceColumns(rows, d, gate.Reshaped({n * hq, d}));
   } else {
     be.MatMul(x, w.q_proj, q.Reshaped({n, hq * d}));
   }
-  Tensor k = NewF32(ctx, {n, hkv, d});
-  Tensor v = NewF32(ctx, {n, hkv, d});
+  Tensor k = NewAct(ctx, {n, hkv, d});
+  Tensor v = NewAct(ctx, {n, hkv, d});
   be.MatMul(x, w.k_proj, k.Reshaped({n, hkv * d}));
   be.MatMul(x, w.v_proj, v.Reshaped({n, hkv * d}));
   float eps = static_cast<float>(c.rms_norm_eps);
@@ -36,12 +38,12 @@ Tensor RunAttention(LayerContext& ctx, const AttentionWeights& w, int attention_
   be.RmsNorm(k.Reshaped({n * hkv, d}), w.k_norm, eps, c.zero_centered_norm, k.Reshaped({n * hkv, d}));
   be.Rope(q, ctx.layout, ctx.rope_inv_freq, ctx.rope_attention_scale);
   be.Rope(k, ctx.layout, ctx.rope_inv_freq, ctx.rope_attention_scale);
-  Tensor attn = NewF32(ctx, {n, hq, d});
+  Tensor attn = NewAct(ctx, {n, hq, d});
   float scale = 1.0f / std::sqrt(static_cast<float>(d));
   be.Attention(q, k, v, ctx.state, attention_layer, ctx.layout, scale, attn);
   Tensor flat = attn.Reshaped({n, hq * d});
   if (w.gated) be.SigmoidMul(flat, gate, flat);
-  Tensor out = NewF32(ctx, {n, c.hidden_size});
+  Tensor out = NewAct(ctx, {n, c.hidden_size});
   be.MatMul(flat, w.o_proj, out);
   return out;
 }
@@ -49,12 +51,12 @@ Tensor RunAttention(LayerContext& ctx, const AttentionWeights& w, int attention_
 Tensor RunMlp(LayerContext& ctx, const MlpWeights& w, const Tensor& x) {
   Backend& be = ctx.backend;
   int64_t n = x.rows(), inter = w.gate_proj.rows();
-  Tensor gate = NewF32(ctx, {n, inter});
-  Tensor up = NewF32(ctx, {n, inter});
+  Tensor gate = NewAct(ctx, {n, inter});
+  Tensor up = NewAct(ctx, {n, inter});
   be.MatMul(x, w.gate_proj, gate);
   be.MatMul(x, w.up_proj, up);
   be.SiluMul(gate, up, gate);
-  Tensor out = NewF32(ctx, {n, w.down_proj.rows()});
+  Tensor out = NewAct(ctx, {n, w.down_proj.rows()});
   be.MatMul(gate, w.down_proj, out);
   return out;
 }
@@ -68,7 +70,7 @@ Tensor RunMoe(LayerContext& ctx, const MoeWeights& w, const Tensor& x) {
   Tensor weights = NewF32(ctx, {n, k});
   Tensor ids = be.Scratch(DType::kI32, {n, k});
   be.MoeRouting(logits, static_cast<int>(k), c.norm_topk_prob, weights, ids);
-  Tensor out = NewF32(ctx, {n, c.hidden_size});
+  Tensor out = NewAct(ctx, {n, c.hidden_size});
   be.MoeExperts(x, weights, ids, w.experts, out);
   if (w.shared_expert) {
     Tensor shared = RunMlp(ctx, *w.shared_expert, x);
@@ -85,31 +87,31 @@ Tensor RunGatedDeltaNet(LayerContext& ctx, const GatedDeltaNetWeights& w, int li
   int64_t n = x.rows(), nk = c.linear_num_key_heads, nv = c.linear_num_value_heads;
   int64_t dk = c.linear_key_head_dim, dv = c.linear_value_head_dim;
   int64_t key_dim = nk * dk, value_dim = nv * dv, conv_dim = 2 * key_dim + value_dim;
-  Tensor mixed = NewF32(ctx, {n, conv_dim});
+  Tensor mixed = NewAct(ctx, {n, conv_dim});
   be.MatMul(x, w.in_proj_qkv, mixed);
-  Tensor z = NewF32(ctx, {n, value_dim});
+  Tensor z = NewAct(ctx, {n, value_dim});
   be.MatMul(x, w.in_proj_z, z);
-  Tensor b = NewF32(ctx, {n, nv});
-  Tensor a = NewF32(ctx, {n, nv});
+  Tensor b = NewAct(ctx, {n, nv});
+  Tensor a = NewAct(ctx, {n, nv});
   be.MatMul(x, w.in_proj_b, b);
   be.MatMul(x, w.in_proj_a, a);
-  Tensor conv = NewF32(ctx, {n, conv_dim});
+  Tensor conv = NewAct(ctx, {n, conv_dim});
   be.CausalConv1d(mixed, w.conv1d, ctx.state, linear_layer, ctx.layout, conv);
-  Tensor q = NewF32(ctx, {n, nk, dk});
-  Tensor k = NewF32(ctx, {n, nk, dk});
-  Tensor v = NewF32(ctx, {n, nv, dv});
+  Tensor q = NewAct(ctx, {n, nk, dk});
+  Tensor k = NewAct(ctx, {n, nk, dk});
+  Tensor v = NewAct(ctx, {n, nv, dv});
   be.SliceColumns(conv, 0, q.Reshaped({n, key_dim}));
   be.SliceColumns(conv, key_dim, k.Reshaped({n, key_dim}));
   be.SliceColumns(conv, 2 * key_dim, v.Reshaped({n, value_dim}));
   Tensor g = NewF32(ctx, {n, nv});
   Tensor beta = NewF32(ctx, {n, nv});
   be.GdnGates(a, b, w.a_log, w.dt_bias, g, beta);
-  Tensor core = NewF32(ctx, {n, nv, dv});
+  Tensor core = NewAct(ctx, {n, nv, dv});
   be.GatedDeltaRule(q, k, v, g, beta, ctx.state, linear_layer, ctx.layout, core);
-  Tensor normed = NewF32(ctx, {n * nv, dv});
+  Tensor normed = NewAct(ctx, {n * nv, dv});
   be.GatedRmsNorm(core.Reshaped({n * nv, dv}), z.Reshaped({n * nv, dv}), w.norm, static_cast<float>(c.rms_norm_eps),
                   normed);
-  Tensor out = NewF32(ctx, {n, c.hidden_size});
+  Tensor out = NewAct(ctx, {n, c.hidden_size});
   be.MatMul(normed.Reshaped({n, value_dim}), w.out_proj, out);
   return out;
 }
@@ -118,7 +120,7 @@ void RunDecoderLayer(LayerContext& ctx, const DecoderLayerWeights& w, int layer,
   Backend& be = ctx.backend;
   const ModelConfig& c = ctx.config;
   float eps = static_cast<float>(c.rms_norm_eps);
-  Tensor normed = NewF32(ctx, hidden.shape);
+  Tensor normed = NewAct(ctx, hidden.shape);
   be.RmsNorm(hidden, w.input_norm, eps, c.zero_centered_norm, normed);
   int index = c.IndexWithinType(layer);
   Tensor mixed = w.attention ? RunAttention(ctx, *w.attention, index, normed)

@@ -152,14 +152,14 @@ void Model::Forward(const ForwardBatch& batch, SequenceState& state, std::vector
   LayerContext ctx{be, config_, layout, state, rope_inv_freq_, rope_attention_scale_};
   Tensor ids = be.Scratch(DType::kI32, {n});
   be.CopyToBackend(batch.tokens.data(), ids);
-  Tensor hidden = be.Scratch(DType::kF32, {n, config_.hidden_size});
+  Tensor hidden = be.Scratch(be.activation_dtype(), {n, config_.hidden_size});
   be.Embedding(ids, weights_.embed, hidden);
   for (int l = 0; l < config_.num_layers; ++l) RunDecoderLayer(ctx, weights_.layers[static_cast<size_t>(l)], l, hidden);
   state.Advance(layout);
 
   int64_t rows = static_cast<int64_t>(batch.logit_rows.size());
   if (rows == 0) return;
-  Tensor selected = be.Scratch(DType::kF32, {rows, config_.hidden_size});
+  Tensor selected = be.Scratch(be.activation_dtype(), {rows, config_.hidden_size});
   be.GatherRows(hidden, batch.logit_rows, selected);
   be.RmsNorm(selected, weights_.final_norm, static_cast<float>(config_.rms_norm_eps), config_.zero_centered_norm,
              selected);

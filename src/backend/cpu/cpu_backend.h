@@ -17,6 +17,7 @@ class CpuBackend final : public Backend {
   // n_threads == 0: one per hardware thread.
   explicit CpuBackend(size_t n_threads = 0);
   std::string_view name() const override { return "cpu"; }
+  DType activation_dtype() const override { return DType::kF32; }
   ThreadPool& pool() { return pool_; }
 
   Tensor UploadWeight(const Tensor& host) override { return host; }
