@@ -1,0 +1,75 @@
+// A generation request as the engine sees it (protocol-neutral: the API layers translate OpenAI and
+// Anthropic requests into this), and the updates it streams back.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/sampling.h"
+
+namespace infernix {
+
+struct GenerationRequest {
+  std::vector<int32_t> prompt;
+  int max_new_tokens = 256;
+  SamplingParams sampling;
+  std::vector<std::string> stop;        // stop strings: output ends before the first occurrence
+  std::vector<int32_t> stop_token_ids;  // e.g. EOS: output ends after one of these (not emitted as text)
+  bool skip_special_tokens = true;      // drop special tokens from the output text
+};
+
+enum class FinishReason { kNone, kStop, kLength, kCancelled, kError };
+std::string_view FinishReasonName(FinishReason reason);  // "stop", "length", "cancelled", "error"
+
+struct TokenOutput {
+  int32_t token = 0;
+  std::string text;  // the text this token releases (complete UTF-8, stop strings withheld); may be empty
+  float logprob = 0;
+  std::vector<TokenLogprob> top_logprobs;
+};
+
+// What happened since the consumer last looked.
+struct RequestUpdate {
+  std::vector<TokenOutput> tokens;
+  bool finished = false;
+  FinishReason finish_reason = FinishReason::kNone;
+  std::string matched_stop;  // the stop string, or the stop token's text, that ended the request
+  bool stopped_by_string = false;
+  std::string error;         // with kError
+  int64_t prompt_tokens = 0;
+  int64_t completion_tokens = 0;
+};
+
+// Shared between the engine thread (producer) and the request's consumer (an HTTP handler).
+// Thread-safe.
+class RequestHandle {
+ public:
+  explicit RequestHandle(uint64_t id) : id_(id) {}
+  uint64_t id() const { return id_; }
+
+  // Consumer: waits up to `timeout` for news; moves it into *update and returns true, or returns
+  // false on timeout. After the update with finished == true, returns false forever.
+  bool Wait(RequestUpdate* update, std::chrono::milliseconds timeout);
+  // Consumer: stop generating (client gone or cancelled); the engine frees the slot at its next step.
+  void Cancel();
+  bool cancelled() const;
+
+  // Engine side.
+  void Publish(TokenOutput token);
+  void Finish(RequestUpdate final_state);  // tokens of final_state are ignored
+
+ private:
+  uint64_t id_;
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  RequestUpdate pending_;
+  bool delivered_final_ = false;
+  bool cancelled_ = false;
+};
+
+}  // namespace infernix
