@@ -1,0 +1,240 @@
+#include "engine/engine.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "base/error.h"
+#include "engine/stop_matcher.h"
+#include "tokenizer/stream_decoder.h"
+
+namespace infernix {
+
+using Clock = std::chrono::steady_clock;
+
+struct Engine::Active {
+  Active(uint64_t id, GenerationRequest r, const Tokenizer& tok, int64_t vocab)
+      : request(std::move(r)),
+        handle(std::make_shared<RequestHandle>(id)),
+        sampler(request.sampling, vocab, request.prompt),
+        decoder(tok, request.skip_special_tokens),
+        stop(request.stop),
+        submitted(Clock::now()) {}
+  GenerationRequest request;
+  std::shared_ptr<RequestHandle> handle;
+  Sampler sampler;
+  StreamDecoder decoder;
+  StopMatcher stop;
+  Clock::time_point submitted;
+  int32_t last_token = -1;
+  int64_t generated = 0;
+};
+
+Engine::Engine(Model& model, const Tokenizer& tokenizer, EngineOptions options)
+    : model_(model),
+      tokenizer_(tokenizer),
+      options_(options),
+      scheduler_(SchedulerOptions{options.max_slots, options.max_batch_tokens, options.prefill_chunk}) {
+  state_ = model_.backend().CreateState(model_.MakeStateSpec(options_.max_slots, options_.max_context));
+  thread_ = std::thread([this] { Loop(); });
+}
+
+Engine::~Engine() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+  RequestUpdate bye;
+  bye.finish_reason = FinishReason::kCancelled;
+  for (auto& a : inbox_) a->handle->Finish(bye);
+  for (auto& [id, a] : active_) a->handle->Finish(bye);
+}
+
+Submission Engine::Submit(GenerationRequest request) {
+  Submission s;
+  int64_t prompt = static_cast<int64_t>(request.prompt.size());
+  const int64_t vocab = model_.config().vocab_size;
+  auto reject = [&](SubmitStatus status, std::string message) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++stats_.requests_rejected;
+    s.status = status;
+    s.message = std::move(message);
+    return s;
+  };
+  if (prompt == 0) return reject(SubmitStatus::kInvalid, "the prompt is empty");
+  if (request.max_new_tokens < 1) return reject(SubmitStatus::kInvalid, "max_tokens must be at least 1");
+  if (prompt + request.max_new_tokens > options_.max_context)
+    return reject(SubmitStatus::kContextOverflow,
+                  fmt::format("this model's context is {} tokens; the request has {} prompt tokens and asks for up "
+                              "to {} more ({} in all)",
+                              options_.max_context, prompt, request.max_new_tokens, prompt + request.max_new_tokens));
+  for (int32_t id : request.prompt)
+    if (id < 0 || id >= vocab)
+      return reject(SubmitStatus::kInvalid, fmt::format("prompt token {} is outside the vocabulary [0, {})", id, vocab));
+  try {
+    request.sampling.Validate(vocab);
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (inbox_.size() + stats_.waiting >= options_.max_queue) {
+      ++stats_.requests_rejected;
+      s.status = SubmitStatus::kQueueFull;
+      s.message = fmt::format("the server is at capacity ({} running, {} waiting, queue limit {}); retry later",
+                              stats_.running, stats_.waiting + inbox_.size(), options_.max_queue);
+      return s;
+    }
+    auto active = std::make_unique<Active>(next_id_++, std::move(request), tokenizer_, vocab);
+    s.handle = active->handle;
+    ++stats_.requests_accepted;
+    inbox_.push_back(std::move(active));
+  } catch (const Error& e) {
+    return reject(SubmitStatus::kInvalid, e.what());
+  }
+  wake_.notify_all();
+  return s;
+}
+
+EngineStats Engine::Stats() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  EngineStats s = stats_;
+  s.waiting += inbox_.size();
+  return s;
+}
+
+void Engine::Loop() {
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      wake_.wait_for(lock, std::chrono::milliseconds(50),
+                     [&] { return stop_ || !inbox_.empty() || !scheduler_.idle(); });
+      if (stop_) return;
+      while (!inbox_.empty()) {
+        std::unique_ptr<Active> a = std::move(inbox_.front());
+        inbox_.pop_front();
+        uint64_t id = a->handle->id();
+        scheduler_.Add(id, static_cast<int64_t>(a->request.prompt.size()));
+        stats_.prompt_tokens += a->request.prompt.size();
+        active_[id] = std::move(a);
+      }
+      stats_.waiting = scheduler_.waiting();
+    }
+    Step();
+  }
+}
+
+void Engine::Finish(Active& a, FinishReason reason, std::string matched, bool by_string, std::string error) {
+  RequestUpdate u;
+  u.finish_reason = reason;
+  u.matched_stop = std::move(matched);
+  u.stopped_by_string = by_string;
+  u.error = std::move(error);
+  u.prompt_tokens = static_cast<int64_t>(a.request.prompt.size());
+  u.completion_tokens = a.generated;
+  a.handle->Finish(std::move(u));
+  scheduler_.Remove(a.handle->id());
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++stats_.requests_finished;
+  if (reason == FinishReason::kCancelled) ++stats_.requests_cancelled;
+  if (reason == FinishReason::kError) ++stats_.requests_failed;
+}
+
+void Engine::HandleToken(Active& a, const SampleResult& sample) {
+  const int32_t token = sample.token;
+  a.sampler.Accept(token);
+  a.last_token = token;
+  ++a.generated;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++stats_.generated_tokens;
+    if (a.generated == 1) {
+      stats_.time_to_first_token_seconds_sum += std::chrono::duration<double>(Clock::now() - a.submitted).count();
+      ++stats_.time_to_first_token_count;
+    }
+  }
+  TokenOutput out{token, "", sample.logprob, sample.top};
+  const auto& stops = a.request.stop_token_ids;
+  if (std::find(stops.begin(), stops.end(), token) != stops.end()) {
+    StopMatcher::Result tail = a.stop.Push(a.decoder.Flush());
+    out.text = tail.emit;
+    if (!tail.stopped) out.text += a.stop.Flush();
+    a.handle->Publish(std::move(out));
+    if (tail.stopped) {
+      Finish(a, FinishReason::kStop, tail.matched, true, "");
+    } else {
+      Finish(a, FinishReason::kStop, std::string(tokenizer_.TokenBytes(token)), false, "");
+    }
+    return;
+  }
+  StopMatcher::Result r = a.stop.Push(a.decoder.Push(token));
+  out.text = std::move(r.emit);
+  if (r.stopped) {
+    a.handle->Publish(std::move(out));
+    Finish(a, FinishReason::kStop, r.matched, true, "");
+    return;
+  }
+  if (a.generated >= a.request.max_new_tokens) {
+    StopMatcher::Result tail = a.stop.Push(a.decoder.Flush());
+    out.text += tail.emit;
+    if (!tail.stopped) out.text += a.stop.Flush();
+    a.handle->Publish(std::move(out));
+    Finish(a, tail.stopped ? FinishReason::kStop : FinishReason::kLength, tail.matched, tail.stopped, "");
+    return;
+  }
+  a.handle->Publish(std::move(out));
+}
+
+void Engine::Step() {
+  // Requests whose client went away leave before the step, freeing their slots.
+  for (auto it = active_.begin(); it != active_.end();) {
+    if (it->second->handle->cancelled()) {
+      Finish(*it->second, FinishReason::kCancelled, "", false, "");
+      it = active_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  StepPlan plan = scheduler_.Plan();
+  if (plan.empty()) return;
+  auto started = Clock::now();
+  ForwardBatch batch;
+  for (const ScheduledSeq& s : plan.seqs) {
+    Active& a = *active_.at(s.request_id);
+    if (s.admitted) state_->ClearSlot(s.slot);
+    int64_t begin = static_cast<int64_t>(batch.tokens.size());
+    if (s.prefill) {
+      batch.tokens.insert(batch.tokens.end(), a.request.prompt.begin() + s.pos_begin,
+                          a.request.prompt.begin() + s.pos_begin + s.n_tokens);
+    } else {
+      batch.tokens.push_back(a.last_token);
+    }
+    batch.seqs.push_back(BatchSeq{s.slot, begin, s.n_tokens, s.pos_begin});
+    if (s.wants_logits) batch.logit_rows.push_back(static_cast<int32_t>(begin + s.n_tokens - 1));
+  }
+  std::vector<float> logits;
+  try {
+    model_.Forward(batch, *state_, logits);
+  } catch (const std::exception& e) {
+    for (const ScheduledSeq& s : plan.seqs) {
+      Finish(*active_.at(s.request_id), FinishReason::kError, "", false,
+             std::string("the forward pass failed: ") + e.what());
+      active_.erase(s.request_id);
+    }
+    return;
+  }
+  scheduler_.Apply(plan);
+  const int64_t vocab = model_.config().vocab_size;
+  size_t row = 0;
+  for (const ScheduledSeq& s : plan.seqs) {
+    if (!s.wants_logits) continue;
+    Active& a = *active_.at(s.request_id);
+    std::span<float> l(logits.data() + static_cast<int64_t>(row++) * vocab, static_cast<size_t>(vocab));
+    HandleToken(a, a.sampler.Sample(l));
+    if (!scheduler_.Contains(s.request_id)) active_.erase(s.request_id);
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++stats_.steps;
+  stats_.step_seconds_sum += std::chrono::duration<double>(Clock::now() - started).count();
+  stats_.waiting = scheduler_.waiting();
+  stats_.running = scheduler_.running();
+}
+
+}  // namespace infernix

@@ -1,0 +1,86 @@
+// The engine: one thread owns the model and its state and runs continuous batching. Requests are
+// submitted from any thread; each step the engine batches the decode tokens of all running requests
+// with chunks of waiting prompts (scheduler.h), runs one forward pass, samples, detokenizes, applies
+// stop strings and publishes the new text to each request's handle. Requests join and leave between
+// steps; a cancelled request frees its slot at the next step.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "engine/request.h"
+#include "engine/scheduler.h"
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
+
+namespace infernix {
+
+struct EngineOptions {
+  int max_slots = 4;                // concurrent sequences (--max-concurrency)
+  size_t max_queue = 64;            // requests waiting for a slot before Submit answers kQueueFull
+  int64_t max_context = 4096;       // tokens per sequence, prompt + output (--ctx-size)
+  int64_t max_batch_tokens = 2048;  // tokens per forward step
+  int64_t prefill_chunk = 512;      // prompt tokens of one request per step
+};
+
+enum class SubmitStatus { kAccepted, kQueueFull, kContextOverflow, kInvalid };
+
+struct Submission {
+  SubmitStatus status = SubmitStatus::kAccepted;
+  std::shared_ptr<RequestHandle> handle;  // when accepted
+  std::string message;                    // why not, naming the limits
+};
+
+// Counters for /metrics (monotonic totals and current gauges).
+struct EngineStats {
+  uint64_t requests_accepted = 0, requests_rejected = 0, requests_finished = 0, requests_cancelled = 0,
+           requests_failed = 0;
+  uint64_t prompt_tokens = 0, generated_tokens = 0, steps = 0;
+  double time_to_first_token_seconds_sum = 0;
+  uint64_t time_to_first_token_count = 0;
+  double step_seconds_sum = 0;
+  size_t waiting = 0, running = 0;
+};
+
+class Engine {
+ public:
+  // `model` and `tokenizer` must outlive the engine. Starts the engine thread.
+  Engine(Model& model, const Tokenizer& tokenizer, EngineOptions options);
+  ~Engine();  // stops the thread; unfinished requests end with kCancelled
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Thread-safe. Expected refusals (queue full, context overflow, invalid input) are return values.
+  Submission Submit(GenerationRequest request);
+  EngineStats Stats() const;
+  const EngineOptions& options() const { return options_; }
+
+ private:
+  struct Active;
+  void Loop();
+  void Step();
+  void Finish(Active& a, FinishReason reason, std::string matched, bool by_string, std::string error);
+  void HandleToken(Active& a, const SampleResult& sample);
+
+  Model& model_;
+  const Tokenizer& tokenizer_;
+  EngineOptions options_;
+  std::unique_ptr<SequenceState> state_;
+  Scheduler scheduler_;  // engine thread only
+
+  mutable std::mutex mutex_;  // guards inbox_, stop_, stats_, next_id_
+  std::condition_variable wake_;
+  std::deque<std::unique_ptr<Active>> inbox_;
+  bool stop_ = false;
+  EngineStats stats_;
+  uint64_t next_id_ = 1;
+
+  std::map<uint64_t, std::unique_ptr<Active>> active_;  // engine thread only
+  std::thread thread_;
+};
+
+}  // namespace infernix
