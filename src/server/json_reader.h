@@ -1,0 +1,52 @@
+// Typed, validated access to the fields of a JSON request body. Every failure is an ApiError 400
+// naming the parameter path ("messages[2].content"), what was expected and what was found.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "server/api_error.h"
+
+namespace infernix {
+
+using Json = nlohmann::ordered_json;
+
+// Parses a request body; malformed JSON is a 400 giving the byte position.
+Json ParseRequestBody(const std::string& body);
+// Serialises for the wire; invalid UTF-8 in strings is replaced, never an exception.
+std::string DumpJson(const Json& j);
+// "a string", "an array", ... for messages.
+std::string DescribeJsonType(const Json& v);
+
+class JsonReader {
+ public:
+  // `obj` must outlive the reader; `path` prefixes parameter names in errors ("" at the top).
+  JsonReader(const Json& obj, std::string path);
+
+  bool Has(const char* key) const;         // present and not null
+  const Json& Get(const char* key) const;  // a null Json when absent
+  std::string Param(const char* key) const;  // path + key, for messages
+
+  std::string RequiredString(const char* key) const;
+  std::optional<std::string> String(const char* key) const;
+  std::optional<double> Number(const char* key, double min, double max) const;
+  std::optional<int64_t> Integer(const char* key, int64_t min, int64_t max) const;
+  std::optional<bool> Bool(const char* key) const;
+  const Json& RequiredArray(const char* key) const;
+  const Json* Array(const char* key) const;   // nullptr when absent
+  const Json* Object(const char* key) const;  // nullptr when absent
+  // A string or an array of strings (stop sequences), at most max_items.
+  std::vector<std::string> StringOrStrings(const char* key, size_t max_items) const;
+
+  [[noreturn]] void Fail(const char* key, const std::string& expected) const;
+
+ private:
+  const Json& obj_;
+  std::string path_;
+};
+
+}  // namespace infernix
