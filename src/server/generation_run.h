@@ -1,0 +1,84 @@
+// One request's way through the engine, whatever API asked: chat messages rendered with the model's
+// template and tokenized, submitted, and the engine's updates turned into reasoning, content and
+// tool-call deltas by the output parser.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "chat/output/output_parser.h"
+#include "engine/request.h"
+#include "server/json_reader.h"
+#include "server/service.h"
+
+namespace infernix {
+
+enum class ToolChoiceMode { kAuto, kNone, kRequired, kNamed };
+
+struct ChatInput {
+  Json messages = Json::array();  // OpenAI-shaped: role, content (string), tool_calls, tool_call_id, ...
+  Json tools;                     // OpenAI tools array, or null
+  ToolChoiceMode tool_choice = ToolChoiceMode::kAuto;
+  std::string tool_choice_name;   // with kNamed
+  Json template_variables = Json::object();  // enable_thinking, chat_template_kwargs entries, ...
+};
+
+// A rendered chat prompt, ready to submit.
+struct PreparedPrompt {
+  std::string text;
+  std::vector<int32_t> ids;
+  bool starts_in_reasoning = false;  // the prompt leaves the model inside <think>
+  std::string forced_prefix;         // output the prompt already committed to (tool_choice required/named)
+};
+
+// Renders and tokenizes. Template errors (raise_exception included) are 400s.
+PreparedPrompt PrepareChatPrompt(const ModelService& service, const ChatInput& input);
+
+// Sampling defaults from generation_config.json, and the stop token ids.
+GenerationRequest DefaultGenerationRequest(const ModelService& service);
+// When the request named no limit: the rest of the context.
+void DefaultMaxTokens(const ModelService& service, GenerationRequest& request);
+
+// Parser options for a chat request: tools, reasoning, and how the prompt leaves the model.
+OutputParserOptions ChatParserOptions(const ChatInput& input, const PreparedPrompt& prompt);
+
+// The protocol-neutral outcome of a finished run.
+struct RunResult {
+  ParsedOutput output;
+  FinishReason finish_reason = FinishReason::kNone;
+  std::string matched_stop;
+  bool stopped_by_string = false;
+  int64_t prompt_tokens = 0;
+  int64_t completion_tokens = 0;
+  std::vector<TokenOutput> tokens;  // every generated token (with logprobs when asked)
+};
+
+struct RunCallbacks {
+  // Called with each piece of output as it is produced, and the tokens it came from.
+  std::function<void(const OutputDelta& delta, const std::vector<TokenOutput>& tokens)> on_delta;
+  // Polled between updates; returning false cancels the request (the client is gone).
+  std::function<bool()> keep_going;
+};
+
+// A submitted request. The constructor submits (queue full -> ApiError 429; context overflow -> 400
+// naming the limits); Pump() then runs it to the end on the calling thread (engine failure -> 500).
+// Destroying an unfinished run cancels it, freeing its slot.
+class GenerationRun {
+ public:
+  GenerationRun(ModelService& service, GenerationRequest request, OutputParserOptions parser_options,
+                std::string forced_prefix);
+  ~GenerationRun();
+  GenerationRun(const GenerationRun&) = delete;
+  GenerationRun& operator=(const GenerationRun&) = delete;
+  RunResult Pump(const RunCallbacks& callbacks);
+
+ private:
+  std::shared_ptr<RequestHandle> handle_;
+  OutputParser parser_;
+  std::string forced_prefix_;
+  int64_t prompt_tokens_ = 0;
+};
+
+}  // namespace infernix

@@ -1,0 +1,66 @@
+// Everything the HTTP layer serves: one model (weights on a backend, tokenizer, chat template,
+// generation defaults) behind a continuous-batching engine, and the names it answers to.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/file_set.h"
+#include "chat/chat_template.h"
+#include "engine/backend_factory.h"
+#include "engine/engine.h"
+#include "formats/hf_config.h"
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
+
+namespace infernix {
+
+// How the model's template writes tool calls: Hermes-style JSON (Qwen3) or XML (Qwen3-Coder, Qwen3.5).
+enum class ToolCallFormat { kJson, kXml };
+
+struct ServiceOptions {
+  std::string model_path;                 // empty: the embedded default model
+  std::vector<std::string> served_names;  // names clients may use; default: the folder's name
+  BackendOptions backend;
+  EngineOptions engine;                   // max_context 0: the model's max_position_embeddings
+};
+
+class ModelService {
+ public:
+  // Loads everything; throws infernix::Error (naming the file) for a bad model folder.
+  explicit ModelService(const ServiceOptions& options);
+  ~ModelService();
+
+  const std::string& model_id() const { return names_.front(); }
+  const std::vector<std::string>& names() const { return names_; }
+  bool Serves(const std::string& name) const;
+
+  Engine& engine() { return *engine_; }
+  const Engine& engine() const { return *engine_; }
+  const Tokenizer& tokenizer() const { return *tokenizer_; }
+  const ChatTemplate& chat_template() const { return *template_; }
+  const ModelConfig& config() const { return model_->config(); }
+  const GenerationDefaults& defaults() const { return defaults_; }
+  ToolCallFormat tool_call_format() const { return tool_format_; }
+  // End-of-sequence ids: generation_config.json's, else the tokenizer's eos token.
+  const std::vector<int32_t>& eos_token_ids() const { return eos_ids_; }
+  int64_t created_unix() const { return created_; }
+  const std::string& backend_name() const { return backend_name_; }
+
+ private:
+  std::unique_ptr<FileSet> files_;
+  std::unique_ptr<Backend> backend_;
+  std::unique_ptr<Model> model_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  std::unique_ptr<ChatTemplate> template_;
+  GenerationDefaults defaults_;
+  std::vector<int32_t> eos_ids_;
+  ToolCallFormat tool_format_ = ToolCallFormat::kJson;
+  std::vector<std::string> names_;
+  std::string backend_name_;
+  int64_t created_ = 0;
+  std::unique_ptr<Engine> engine_;
+};
+
+}  // namespace infernix
