@@ -1,0 +1,29 @@
+#include "server/openai/logprobs.h"
+
+namespace infernix {
+namespace {
+
+// A token that is part of a character is not valid UTF-8 on its own: the JSON writer replaces such
+// bytes in `token`, and `bytes` carries them exactly.
+Json TokenEntry(const Tokenizer& tokenizer, int32_t id, float logprob) {
+  std::string_view bytes = tokenizer.TokenBytes(id);
+  Json b = Json::array();
+  for (unsigned char c : bytes) b.push_back(static_cast<int>(c));
+  return {{"token", std::string(bytes)}, {"logprob", logprob}, {"bytes", b}};
+}
+
+}  // namespace
+
+Json LogprobsContent(const Tokenizer& tokenizer, const std::vector<TokenOutput>& tokens) {
+  Json out = Json::array();
+  for (const auto& t : tokens) {
+    Json e = TokenEntry(tokenizer, t.token, t.logprob);
+    Json top = Json::array();
+    for (const auto& alt : t.top_logprobs) top.push_back(TokenEntry(tokenizer, alt.token, alt.logprob));
+    e["top_logprobs"] = top;
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+}  // namespace infernix
