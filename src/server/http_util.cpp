@@ -49,6 +49,16 @@ bool SseWriter::Event(const std::string& name, const Json& payload) {
 
 bool SseWriter::alive() const { return !failed_ && sink_.is_writable(); }
 
+void SendChunked(httplib::Response& res, const std::string& content_type,
+                 std::function<bool(httplib::DataSink& sink)> write) {
+  if (content_type == "text/event-stream") res.set_header("Cache-Control", "no-cache");
+  res.set_chunked_content_provider(content_type, [write = std::move(write)](size_t, httplib::DataSink& sink) {
+    if (!write(sink)) return false;
+    sink.done();
+    return true;
+  });
+}
+
 std::string RandomId(const std::string& prefix) {
   std::mt19937_64 rng{std::random_device{}()};
   static constexpr char kChars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";

@@ -36,6 +36,11 @@ class SseWriter {
   bool failed_ = false;
 };
 
+// Answers with a chunked body produced by `write` on the server's worker thread once headers are
+// sent; `write` returns false when the client went away (the connection is then dropped).
+void SendChunked(httplib::Response& res, const std::string& content_type,
+                 std::function<bool(httplib::DataSink& sink)> write);
+
 // A unique id with a prefix: prefix + 24 random alphanumerics.
 std::string RandomId(const std::string& prefix);
 int64_t UnixNow();
