@@ -22,7 +22,7 @@ namespace infernix {
 struct EngineOptions {
   int max_slots = 4;                // concurrent sequences (--max-concurrency)
   size_t max_queue = 64;            // requests waiting for a slot before Submit answers kQueueFull
-  int64_t max_context = 4096;       // tokens per sequence, prompt + output (--ctx-size)
+  int64_t max_context = 0;          // tokens per sequence, prompt + output (--ctx-size)
   int64_t max_batch_tokens = 2048;  // tokens per forward step
   int64_t prefill_chunk = 512;      // prompt tokens of one request per step
 };

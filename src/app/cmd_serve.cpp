@@ -1,0 +1,99 @@
+// `infernix serve`: the OpenAI- and Anthropic-compatible HTTP server.
+#include <pthread.h>
+#include <signal.h>
+
+#include <cstdio>
+#include <memory>
+#include <thread>
+
+#include "app/commands.h"
+#include "base/error.h"
+#include "server/http_server.h"
+#include "server/service.h"
+
+namespace infernix {
+namespace {
+
+struct ServeOptions {
+  ServiceOptions service;
+  ServerOptions server;
+};
+
+void PrintBanner(const ModelService& service, const ServerOptions& o, int port) {
+  std::string base = fmt::format("http://{}:{}", o.host, port);
+  std::string auth = o.api_key.empty() ? "" : "-H 'Authorization: Bearer YOUR_KEY' ";
+  fmt::print(
+      "infernix: serving '{}' ({} backend, context {} tokens, {} requests at once) on {}\n"
+      "  OpenAI:    POST {}/v1/chat/completions, /v1/completions, /v1/responses; GET /v1/models\n"
+      "  Anthropic: POST {}/v1/messages, /v1/messages/count_tokens\n"
+      "  health:    GET {}/health   metrics: GET {}/metrics\n"
+      "  try: curl {}/v1/chat/completions -H 'Content-Type: application/json' {}-d '{{\"model\": \"{}\", "
+      "\"messages\": [{{\"role\": \"user\", \"content\": \"Hello\"}}]}}'\n",
+      service.model_id(), service.backend_name(), service.engine().options().max_context,
+      service.engine().options().max_slots, base, base, base, base, base, base, auth, service.model_id());
+  std::fflush(stdout);
+}
+
+// Serves until SIGINT or SIGTERM. The signals are taken by a dedicated thread with sigwait, so no
+// signal handler touches shared state.
+void Serve(const ServeOptions& o) {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);  // inherited by every thread started below
+
+  ModelService service(o.service);
+  HttpServer server(service, o.server);
+  int port = server.Bind();
+  PrintBanner(service, o.server, port);
+  std::thread waiter([&server, signals] {
+    int sig = 0;
+    sigwait(&signals, &sig);
+    std::fprintf(stderr, "infernix: shutting down\n");
+    server.Stop();
+  });
+  server.Serve();
+  pthread_kill(waiter.native_handle(), SIGTERM);  // wakes the waiter when the server stopped on its own
+  waiter.join();
+}
+
+}  // namespace
+
+void RegisterServeCommand(CLI::App& app) {
+  auto o = std::make_shared<ServeOptions>();
+  CLI::App* serve = app.add_subcommand("serve", "Serve the model over OpenAI- and Anthropic-compatible HTTP APIs");
+  serve->set_config("--config", "", "TOML file setting any of these options by long name (e.g. port = 9000)");
+  serve->add_option("--model", o->service.model_path,
+                    "Model folder (config.json, *.safetensors, tokenizer.json); default: the embedded model");
+  serve->add_option("--host", o->server.host, "Address to listen on")->capture_default_str();
+  serve->add_option("--port", o->server.port, "Port to listen on (0: any free port)")->capture_default_str();
+  serve->add_option("--max-concurrency", o->service.engine.max_slots, "Requests generated at once")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 4096));
+  serve->add_option("--max-queue", o->service.engine.max_queue,
+                    "Requests that may wait for a slot; beyond that the server answers 429")
+      ->capture_default_str();
+  serve->add_option("--ctx-size", o->service.engine.max_context,
+                    "Context per request in tokens (prompt + output); 0 = the model's max_position_embeddings")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  serve->add_option("--max-batch-tokens", o->service.engine.max_batch_tokens, "Tokens per forward step")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  serve->add_option("--prefill-chunk", o->service.engine.prefill_chunk, "Prompt tokens of one request per step")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  serve->add_option("--api-key", o->server.api_key,
+                    "Require this key (Authorization: Bearer KEY, or x-api-key: KEY); default: none");
+  serve->add_option("--served-model-name", o->service.served_names,
+                    "Name(s) clients use for the model (repeatable); default: the model folder's name");
+  serve->add_option("--max-body-bytes", o->server.max_body_bytes, "Largest request body accepted")
+      ->capture_default_str();
+  serve->add_option("--backend", o->service.backend.name, "Compute backend: cpu")->capture_default_str();
+  serve->add_option("--threads", o->service.backend.n_threads, "CPU threads (0 = one per hardware thread)")
+      ->capture_default_str();
+  serve->callback([o] { Serve(*o); });
+}
+
+}  // namespace infernix
