@@ -62,6 +62,7 @@ class Fields {
     return out;
   }
   const std::string& path() const { return path_; }
+  const std::string& prefix() const { return prefix_; }
 
  private:
   const json& obj_;
@@ -86,10 +87,12 @@ RopeConfig ParseRope(const Fields& f, int head_dim) {
   rope.theta = f.Number("rope_theta", 10000.0);
   rope.partial_rotary_factor = f.Number("partial_rotary_factor", 1.0);
   std::string type = "default";
+  std::string type_field = "rope_type";
   for (const char* key : {"rope_scaling", "rope_parameters"}) {
     if (!f.Has(key)) continue;
     if (!f.Raw(key).is_object()) f.Fail(key, "an object");
-    Fields r(f.Raw(key), f.path(), std::string(key) + ".");
+    Fields r(f.Raw(key), f.path(), f.prefix() + key + ".");
+    if (r.Has("rope_type") || r.Has("type")) type_field = f.prefix() + key + (r.Has("rope_type") ? ".rope_type" : ".type");
     rope.theta = r.Number("rope_theta", rope.theta);
     rope.partial_rotary_factor = r.Number("partial_rotary_factor", rope.partial_rotary_factor);
     type = r.String("rope_type", r.String("type", type));
@@ -113,7 +116,8 @@ RopeConfig ParseRope(const Fields& f, int head_dim) {
   } else if (type == "yarn") {
     rope.type = RopeType::kYarn;
   } else {
-    ThrowError(ErrorCode::kUnsupported, "{}: rope type '{}' is not supported (default, linear, yarn)", f.path(), type);
+    ThrowError(ErrorCode::kUnsupported, "{}: field '{}': rope type '{}' is not supported (default, linear, yarn)",
+               f.path(), type_field, type);
   }
   if (rope.theta <= 0) ThrowError(ErrorCode::kInvalidFormat, "{}: rope_theta must be positive, got {}", f.path(), rope.theta);
   if (rope.partial_rotary_factor <= 0 || rope.partial_rotary_factor > 1)
