@@ -7,6 +7,7 @@
 // owns it).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <map>
