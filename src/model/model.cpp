@@ -5,6 +5,7 @@
 #include "base/check.h"
 #include "base/error.h"
 #include "model/architectures.h"
+#include "model/dummy_weights.h"
 #include "model/rope.h"
 #include "model/weight_binder.h"
 
@@ -67,7 +68,7 @@ ExpertWeights BindExperts(const ModelConfig& c, WeightBinder& binder, const std:
   return e;
 }
 
-Model::Model(ModelConfig config, std::unique_ptr<WeightFiles> files, Backend& backend)
+Model::Model(ModelConfig config, std::unique_ptr<WeightSource> files, Backend& backend)
     : config_(std::move(config)), files_(std::move(files)), backend_(backend) {
   binder_ = std::make_unique<WeightBinder>(*files_, backend_);
   const std::string& p = binder_->prefix();
@@ -171,7 +172,12 @@ void Model::Forward(const ForwardBatch& batch, SequenceState& state, std::vector
 
 std::unique_ptr<Model> LoadModel(const FileSet& files, Backend& backend) {
   ModelConfig config = LoadModelConfig(files);
-  auto weights = std::make_unique<WeightFiles>(files);
+  auto weights = std::make_unique<SafetensorsWeightSource>(std::make_unique<WeightFiles>(files));
+  return std::make_unique<Model>(std::move(config), std::move(weights), backend);
+}
+
+std::unique_ptr<Model> LoadModelWithDummyWeights(ModelConfig config, Backend& backend, uint64_t seed) {
+  auto weights = std::make_unique<DummyWeightSource>(config, seed);
   return std::make_unique<Model>(std::move(config), std::move(weights), backend);
 }
 

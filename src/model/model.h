@@ -33,10 +33,12 @@ struct ModelWeights {
 };
 
 class WeightBinder;
+class WeightSource;
 
 class Model {
  public:
-  Model(ModelConfig config, std::unique_ptr<WeightFiles> files, Backend& backend);
+  // Binds the weights of `weights` (kept for the model's lifetime) onto `backend`.
+  Model(ModelConfig config, std::unique_ptr<WeightSource> weights, Backend& backend);
   ~Model();
 
   const ModelConfig& config() const { return config_; }
@@ -51,7 +53,7 @@ class Model {
 
  private:
   ModelConfig config_;
-  std::unique_ptr<WeightFiles> files_;
+  std::unique_ptr<WeightSource> files_;
   Backend& backend_;
   std::unique_ptr<WeightBinder> binder_;
   ModelWeights weights_;
@@ -63,5 +65,9 @@ class Model {
 // Loads config.json and the safetensors weights of a model folder (or the embedded model) onto
 // `backend`, which must outlive the model.
 std::unique_ptr<Model> LoadModel(const FileSet& files, Backend& backend);
+
+// A model with random weights of the right dtypes and shapes, made up from `config` alone
+// (model/dummy_weights.h), for benchmarks: same seed, same weights.
+std::unique_ptr<Model> LoadModelWithDummyWeights(ModelConfig config, Backend& backend, uint64_t seed = 1);
 
 }  // namespace infernix

@@ -15,7 +15,7 @@ bool IsSkippable(const std::string& name) {
 
 }  // namespace
 
-WeightBinder::WeightBinder(const WeightFiles& files, Backend& backend) : files_(files), backend_(backend) {
+WeightBinder::WeightBinder(WeightSource& files, Backend& backend) : files_(files), backend_(backend) {
   for (const char* p : {"model.language_model.", "model.", "language_model.model."}) {
     if (files_.Contains(std::string(p) + "embed_tokens.weight")) {
       prefix_ = p;
@@ -31,7 +31,7 @@ WeightBinder::WeightBinder(const WeightFiles& files, Backend& backend) : files_(
 Tensor WeightBinder::Host(const std::string& name, const Shape& expected) {
   if (!files_.Contains(name))
     ThrowError(ErrorCode::kNotFound, "{}: tensor '{}' is missing", files_.Describe(), name);
-  Tensor t = files_.Get(name);
+  Tensor t = files_.Get(name, expected);
   if (!(t.shape == expected))
     ThrowError(ErrorCode::kInvalidFormat, "{}: tensor '{}' has shape {}, expected {} from config.json",
                files_.FileOf(name), name, t.shape.ToString(), expected.ToString());

@@ -1,0 +1,90 @@
+#include "model/dummy_weights.h"
+
+#include <algorithm>
+#include <cmath>
+#include <thread>
+
+#include "base/thread_pool.h"
+#include "tensor/dtype.h"
+
+namespace infernix {
+namespace {
+
+bool EndsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+bool StartsWith(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
+
+uint64_t SplitMix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+uint64_t HashName(const std::string& s) {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+}  // namespace
+
+DummyWeightSource::DummyWeightSource(const ModelConfig& config, uint64_t seed) : config_(config), seed_(seed) {}
+
+bool DummyWeightSource::Contains(const std::string& name) const {
+  if (StartsWith(name, "model.language_model.") || StartsWith(name, "language_model.")) return false;
+  if (name == "lm_head.weight") return !config_.tie_word_embeddings;
+  if (EndsWith(name, "experts.gate_up_proj") || EndsWith(name, "experts.down_proj")) return false;
+  if (EndsWith(name, "in_proj_qkvz.weight") || EndsWith(name, "in_proj_ba.weight")) return false;
+  return true;
+}
+
+float DummyWeightSource::Scale(const std::string& name, const Shape& shape, bool* unit_offset) const {
+  *unit_offset = false;
+  if (EndsWith(name, "norm.weight")) {
+    // Zero-centred norms scale by 1 + w; plain ones (and DeltaNet's gated norm) by w.
+    *unit_offset = !(config_.zero_centered_norm && name.find("linear_attn.") == std::string::npos);
+    return 0.1f;
+  }
+  if (EndsWith(name, "A_log") || EndsWith(name, "dt_bias") || EndsWith(name, "conv1d.weight")) return 0.5f;
+  if (EndsWith(name, "embed_tokens.weight")) return 1.0f;
+  if (shape.ndim == 2) return std::sqrt(3.0f / static_cast<float>(shape[1]));  // unit-variance outputs
+  return 0.1f;
+}
+
+Tensor DummyWeightSource::Get(const std::string& name, const Shape& expected) {
+  auto it = made_.find(name);
+  if (it != made_.end()) return it->second->view();
+  auto buffer = std::make_unique<HostBuffer>(DType::kBF16, expected);
+  bool unit_offset = false;
+  const float scale = Scale(name, expected, &unit_offset);
+  const float offset = unit_offset ? 1.0f : 0.0f;
+  const uint64_t base = SplitMix64(seed_ ^ HashName(name));
+  uint16_t* out = buffer->view().as<uint16_t>();
+  const size_t n = static_cast<size_t>(expected.numel());
+  auto fill = [&](size_t b, size_t e) {
+    for (size_t i = b; i < e; ++i) {
+      uint64_t r = SplitMix64(base + i);
+      float u = static_cast<float>(r >> 40) * (2.0f / 16777216.0f) - 1.0f;  // [-1, 1)
+      out[i] = F32ToBf16(offset + scale * u);
+    }
+  };
+  if (n < (size_t{1} << 20)) {
+    fill(0, n);
+  } else {
+    ThreadPool pool(std::min<size_t>(16, std::max(1u, std::thread::hardware_concurrency())));
+    pool.ParallelFor(n, size_t{1} << 18, fill);
+  }
+  Tensor view = buffer->view();
+  made_.emplace(name, std::move(buffer));
+  return view;
+}
+
+std::vector<std::string> DummyWeightSource::Names() const {
+  std::vector<std::string> names;
+  for (const auto& [name, buffer] : made_) names.push_back(name);
+  return names;
+}
+
+}  // namespace infernix

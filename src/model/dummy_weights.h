@@ -1,0 +1,37 @@
+// Random weights of the right names, dtypes and shapes, made up from a config alone: for benchmarks
+// of models whose checkpoints are not at hand (`--dummy-weights`). Values are deterministic in the
+// seed and scaled so that a forward pass stays finite (unit-variance projections, norms near 1).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "formats/hf_config.h"
+#include "model/weight_binder.h"
+
+namespace infernix {
+
+// Answers the binder with the split (canonical) layouts: per-expert tensors, in_proj_qkv/z/b/a, the
+// "model." prefix, and lm_head.weight only when the embeddings are not tied. Every tensor is bf16.
+// Tensors are generated on first Get and kept for the source's lifetime. Not thread-safe.
+class DummyWeightSource final : public WeightSource {
+ public:
+  DummyWeightSource(const ModelConfig& config, uint64_t seed);
+  bool Contains(const std::string& name) const override;
+  Tensor Get(const std::string& name, const Shape& expected) override;
+  std::vector<std::string> Names() const override;
+  std::string FileOf(const std::string& name) const override { return "<dummy weights>/" + name; }
+  std::string Describe() const override { return "<dummy weights>"; }
+
+ private:
+  float Scale(const std::string& name, const Shape& shape, bool* unit_offset) const;
+
+  ModelConfig config_;
+  uint64_t seed_;
+  std::map<std::string, std::unique_ptr<HostBuffer>> made_;
+};
+
+}  // namespace infernix
