@@ -1,4 +1,5 @@
-// `infernix logits` and `infernix generate`: the model-level CLI contract.
+// `infernix logits` and `infernix generate`: the model-level CLI contract, and the options every
+// model-running subcommand shares (model_options.h).
 //   logits   writes the f32 logits of every position, little-endian, row-major [n_tokens, vocab_size]
 //   generate prints the greedily generated token ids as a JSON array
 #include <cstdio>
@@ -6,6 +7,7 @@
 #include <memory>
 
 #include "app/commands.h"
+#include "app/model_options.h"
 #include "base/error.h"
 #include "engine/backend_factory.h"
 #include "engine/generator.h"
@@ -19,14 +21,14 @@ struct CommonOptions {
   std::string model_path;
   std::string tokens;
   BackendOptions backend;
+  bool dummy_weights = false;
 };
 
 void AddCommonOptions(CLI::App* cmd, CommonOptions& o) {
   cmd->add_option("--model", o.model_path,
                   "Model folder (config.json + *.safetensors); default: the embedded qwen3-next-e2e model");
   cmd->add_option("--tokens", o.tokens, "Prompt token ids, comma-separated (e.g. 1,2,3)")->required();
-  cmd->add_option("--backend", o.backend.name, "Compute backend: cpu")->capture_default_str();
-  cmd->add_option("--threads", o.backend.n_threads, "CPU threads (0 = one per hardware thread)")->capture_default_str();
+  AddBackendOptions(cmd, o.backend, o.dummy_weights);
 }
 
 struct Loaded {
@@ -37,13 +39,35 @@ struct Loaded {
 
 Loaded Load(const CommonOptions& o) {
   Loaded l;
-  l.files = OpenModelFiles(o.model_path);
+  if (!o.dummy_weights) l.files = OpenModelFiles(o.model_path);
   l.backend = CreateBackend(o.backend);
-  l.model = LoadModel(*l.files, *l.backend);
+  if (o.dummy_weights) {
+    l.model = LoadModelWithDummyWeights(LoadConfigForDummyWeights(o.model_path, &l.files), *l.backend);
+  } else {
+    l.model = LoadModel(*l.files, *l.backend);
+  }
   return l;
 }
 
 }  // namespace
+
+void AddBackendOptions(CLI::App* cmd, BackendOptions& backend, bool& dummy_weights) {
+  cmd->add_option("--backend", backend.name, "Compute backend: auto (cuda when a usable GPU is present, else cpu), cpu or cuda")
+      ->capture_default_str();
+  cmd->add_option("--threads", backend.n_threads, "CPU threads (0 = one per hardware thread)")->capture_default_str();
+  cmd->add_option("--gpu", backend.cuda_device, "CUDA: which GPU")->capture_default_str();
+  cmd->add_flag("!--no-cuda-graphs", backend.cuda_graphs, "CUDA: launch decode steps op by op instead of replaying graphs");
+  cmd->add_flag("--dummy-weights", dummy_weights,
+                "Random weights of the right dtypes and shapes, made from the config alone (--model: a folder with "
+                "config.json, or a config .json file); for benchmarks");
+}
+
+ModelConfig LoadConfigForDummyWeights(const std::string& model_path, std::unique_ptr<FileSet>* files) {
+  bool json_file = model_path.size() > 5 && model_path.compare(model_path.size() - 5, 5, ".json") == 0;
+  if (json_file) return ParseModelConfig(ReadFileText(model_path), model_path);
+  *files = OpenModelFiles(model_path);
+  return LoadModelConfig(**files);
+}
 
 void RegisterModelCommands(CLI::App& app) {
   auto logits_opts = std::make_shared<CommonOptions>();
@@ -81,7 +105,7 @@ void RegisterModelCommands(CLI::App& app) {
     GreedyOptions g;
     g.max_new_tokens = *max_tokens;
     g.stop_at_eos = *stop_at_eos;
-    g.eos_token_ids = LoadGenerationDefaults(*l.files).eos_token_ids;
+    if (l.files) g.eos_token_ids = LoadGenerationDefaults(*l.files).eos_token_ids;
     g.max_context = *ctx_size > 0 ? *ctx_size : l.model->config().max_position_embeddings;
     std::vector<int32_t> out = GreedyGenerate(*l.model, tokens, g);
     std::string s = "[";

@@ -2,14 +2,48 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "base/error.h"
+#ifdef INFERNIX_HAVE_CUDA
+#include "backend/cuda/factory.h"
+#endif
 
 namespace infernix {
 
+std::string CudaUnavailable(int device) {
+#ifdef INFERNIX_HAVE_CUDA
+  return CudaUnavailableReason(device);
+#else
+  (void)device;
+  return "this build of infernix has no CUDA backend (no CUDA toolkit was found when it was built)";
+#endif
+}
+
 std::unique_ptr<Backend> CreateBackend(const BackendOptions& options) {
-  if (options.name == "cpu") return std::make_unique<CpuBackend>(options.n_threads);
-  if (options.name == "cuda")
-    ThrowError(ErrorCode::kUnsupported, "--backend cuda: this build of infernix has no CUDA backend yet; use cpu");
-  ThrowError(ErrorCode::kInvalidArgument, "--backend '{}': unknown backend (expected cpu or cuda)", options.name);
+  std::string name = options.name;
+  if (name == "auto") name = CudaUnavailable(options.cuda_device).empty() ? "cuda" : "cpu";
+  if (name == "cpu") return std::make_unique<CpuBackend>(options.n_threads);
+  if (name == "cuda") {
+#ifdef INFERNIX_HAVE_CUDA
+    CudaOptions cuda;
+    cuda.device = options.cuda_device;
+    cuda.graphs = options.cuda_graphs;
+    return CreateCudaBackend(cuda);
+#else
+    ThrowError(ErrorCode::kUnsupported, "--backend cuda: {}; use --backend cpu", CudaUnavailable(options.cuda_device));
+#endif
+  }
+  ThrowError(ErrorCode::kInvalidArgument, "--backend '{}': unknown backend (expected auto, cpu or cuda)", options.name);
+}
+
+std::optional<DeviceCeilings> MeasureDeviceCeilings(Backend& backend) {
+#ifdef INFERNIX_HAVE_CUDA
+  if (backend.name() == "cuda") {
+    CudaDeviceReport r = MeasureCudaDevice(backend);
+    return DeviceCeilings{r.name, r.copy_bytes_per_s, r.bf16_flops_per_s};
+  }
+#else
+  (void)backend;
+#endif
+  return std::nullopt;
 }
 
 }  // namespace infernix

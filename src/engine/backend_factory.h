@@ -1,7 +1,9 @@
-// Creates a backend by name ("cpu"; "cuda" when built with it).
+// Creates a backend by name: "cpu", "cuda" (when built with it), or "auto" (cuda when this build has
+// it and a usable GPU is present, else cpu).
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "backend/ops.h"
@@ -9,11 +11,25 @@
 namespace infernix {
 
 struct BackendOptions {
-  std::string name = "cpu";
-  size_t n_threads = 0;  // CPU threads; 0 = one per hardware thread
+  std::string name = "auto";
+  size_t n_threads = 0;     // CPU threads; 0 = one per hardware thread
+  int cuda_device = 0;      // CUDA: which GPU
+  bool cuda_graphs = true;  // CUDA: replay repeated forward passes (decode steps) as CUDA graphs
 };
 
-// Throws Error(kInvalidArgument) for an unknown name, kUnsupported for one this build lacks.
+// Throws Error(kInvalidArgument) for an unknown name, kUnsupported for one this build or machine
+// lacks (naming the reason: no CUDA in this build, no GPU, a GPU that is too old).
 std::unique_ptr<Backend> CreateBackend(const BackendOptions& options);
+
+// Empty when "--backend cuda" would work here; otherwise why not.
+std::string CudaUnavailable(int device = 0);
+
+// The device ceilings a benchmark compares against, measured now; nullopt for a non-CUDA backend.
+struct DeviceCeilings {
+  std::string name;
+  double copy_bytes_per_s = 0;  // device-to-device copy, bytes read + written per second
+  double bf16_flops_per_s = 0;  // plain BF16 GEMM through cuBLASLt
+};
+std::optional<DeviceCeilings> MeasureDeviceCeilings(Backend& backend);
 
 }  // namespace infernix

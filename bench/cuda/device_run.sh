@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Builds the CUDA backend on the GPU machine, then runs what is asked (docs/cuda.md):
+#   tests     the gpu-labelled tests (CPU-vs-CUDA ops, fixture models)
+#   bench     infernix bench on dummy Qwen3-8B weights (pp4096, tg128 at batch 1, 2, 4, 8)
+#   sanitize  compute-sanitizer memcheck over the gpu tests
+# Logs go to $OUT. Optional, carried in .deps/ (ignored by git): src.tar.gz (a `git archive` of the
+# commit under test, built instead of the working tree), include/ + lib/ (PCRE2, utf8proc) and a
+# zstd wrapper, for machines that lack them.
+set -uo pipefail
+ROOT=$PWD
+OUT=${OUT:-/tmp/infernix-out}
+JOBS=${JOBS:-16}
+mkdir -p "$OUT"
+DEPS=$ROOT/.deps
+if [ -d "$DEPS" ]; then
+  mkdir -p /tmp/deps/pkgconfig
+  for m in libpcre2-8:pcre2-8 libutf8proc:utf8proc; do
+    printf 'prefix=%s\nName: %s\nDescription: carried\nVersion: 99\nLibs: -L%s/lib -l%s\nCflags: -I%s/include\n' \
+      "$DEPS" "${m%%:*}" "$DEPS" "${m##*:}" "$DEPS" > "/tmp/deps/pkgconfig/${m%%:*}.pc"
+  done
+  export PKG_CONFIG_PATH=/tmp/deps/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
+  export LD_LIBRARY_PATH=$DEPS/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  command -v zstd >/dev/null || export PATH=$DEPS/bin:$PATH
+fi
+SRC=$ROOT
+if [ -f "$DEPS/src.tar.gz" ]; then
+  SRC=/tmp/src
+  rm -rf $SRC && mkdir -p $SRC/tests && tar -xzf "$DEPS/src.tar.gz" -C $SRC
+  cp -r "$ROOT/models" $SRC/ && cp -r "$ROOT/tests/fixtures" $SRC/tests/
+fi
+BUILD=/tmp/build
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv > "$OUT/gpu.txt" 2>&1
+cat "$OUT/gpu.txt"
+echo "== configure"
+cmake -S $SRC -B $BUILD -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DINFERNIX_CUDA_ARCHITECTURES=90 \
+  -DINFERNIX_BUILD_BENCH=OFF -DINFERNIX_CUDA_PTXAS_VERBOSE=ON > "$OUT/configure.log" 2>&1 ||
+  { tail -40 "$OUT/configure.log"; exit 1; }
+echo "== build"
+start=$(date +%s)
+ninja -C $BUILD -j"$JOBS" -k 0 backend_cuda_test gpu_model_test infernix > "$OUT/build.log" 2>&1 ||
+  { grep -E -A12 "error|FAILED" "$OUT/build.log" | head -80; }
+echo "build: $(( $(date +%s) - start )) s"
+grep -E "registers|spill" "$OUT/build.log" | sort | uniq -c | sort -rn | head -5
+for step in "$@"; do
+  case $step in
+    tests)
+      echo "== tests"
+      for t in backend_cuda_test gpu_model_test; do
+        (cd $BUILD && INFERNIX_FIXTURES_DIR=$BUILD/fixtures timeout 400 ./$(find . -name $t -type f -perm -u+x | head -1) \
+          --gtest_brief=1 > "$OUT/$t.log" 2>&1)
+        echo "$t: exit $?"
+        grep -E "FAILED|Failure|error|metric|PASSED|SKIPPED" "$OUT/$t.log" | grep -v "^\[  PASSED" | head -60
+      done ;;
+    bench)
+      echo "== bench"
+      timeout 300 $BUILD/bin/infernix bench --model $SRC/bench/configs/qwen3-8b.json --dummy-weights --backend cuda \
+        -p 4096 -n 128 -b 1,2,4,8 --json "$OUT/bench.json" 2>&1 | tee "$OUT/bench.log" ;;
+    sanitize)
+      echo "== compute-sanitizer"
+      (cd $BUILD && INFERNIX_FIXTURES_DIR=$BUILD/fixtures timeout 500 compute-sanitizer --tool memcheck --print-limit 20 \
+        ./src/backend/cuda/backend_cuda_test --gtest_brief=1 > "$OUT/sanitize.log" 2>&1)
+      echo "sanitize: exit $?"
+      tail -15 "$OUT/sanitize.log" ;;
+  esac
+done

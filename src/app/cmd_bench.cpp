@@ -1,0 +1,215 @@
+// `infernix bench`: llama-bench-style throughput of one model on one backend.
+//   pp<N>  prompt processing: one sequence of N tokens in one forward pass (median of repetitions)
+//   tg<M>  generation: M decode steps of B sequences at once (B = each batch size), one token each
+// For the CUDA backend it first measures the device's ceilings in the same process (copy bandwidth,
+// BF16 GEMM rate) and reports decode as the fraction of copy bandwidth used (weight + KV bytes read
+// per step / step time) and prefill as the fraction of the GEMM rate reached (model FLOPs / time).
+// Byte and FLOP counts come from the config (bf16 weights; MoE: the routed experts' distinct upper bound).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <sstream>
+
+#include "app/commands.h"
+#include "app/model_options.h"
+#include "base/error.h"
+#include "engine/backend_factory.h"
+#include "model/model.h"
+
+namespace infernix {
+namespace {
+
+struct BenchOptions {
+  std::string model_path;
+  bool dummy_weights = false;
+  BackendOptions backend;
+  int64_t n_prompt = 512;
+  int64_t n_gen = 128;
+  std::string batches = "1,2,4,8";
+  int repetitions = 3;
+  std::string json_path;
+};
+
+// Parameters (elements) of the matrix products one token goes through, excluding the embedding and
+// the LM head; MoE layers count `experts_read` routed experts.
+struct ModelCounts {
+  double linear_params = 0;       // per token (with top_k experts)
+  double lm_head_params = 0;
+  double attention_flops_per_pair = 0;  // FLOPs per (query, key) pair summed over attention layers
+  double kv_bytes_per_token = 0;
+};
+
+double LayerParams(const ModelConfig& c, int l, double experts) {
+  const double h = static_cast<double>(c.hidden_size);
+  double p = 0;
+  if (c.layer_types[static_cast<size_t>(l)] == LayerType::kFullAttention) {
+    double hq = c.num_heads, hkv = c.num_kv_heads, d = c.head_dim;
+    p += hq * d * (c.gated_attention ? 2 : 1) * h + 2 * hkv * d * h + h * hq * d;
+  } else {
+    double nk = c.linear_num_key_heads, nv = c.linear_num_value_heads, dk = c.linear_key_head_dim,
+           dv = c.linear_value_head_dim;
+    p += (2 * nk * dk + nv * dv) * h + nv * dv * h + 2 * nv * h + h * nv * dv;
+  }
+  if (c.mlp_types[static_cast<size_t>(l)] == MlpType::kMoe) {
+    p += static_cast<double>(c.num_experts) * h + experts * 3 * h * static_cast<double>(c.moe_intermediate_size);
+    if (c.shared_expert_intermediate_size > 0) p += 3 * h * static_cast<double>(c.shared_expert_intermediate_size) + h;
+  } else {
+    p += 3 * h * static_cast<double>(c.intermediate_size);
+  }
+  return p;
+}
+
+ModelCounts Count(const ModelConfig& c, double experts_per_moe_layer) {
+  ModelCounts m;
+  for (int l = 0; l < c.num_layers; ++l) m.linear_params += LayerParams(c, l, experts_per_moe_layer);
+  m.lm_head_params = static_cast<double>(c.vocab_size) * static_cast<double>(c.hidden_size);
+  const double attn_layers = c.CountLayers(LayerType::kFullAttention);
+  m.attention_flops_per_pair = attn_layers * 4.0 * c.num_heads * c.head_dim;  // QK^T and PV
+  m.kv_bytes_per_token = attn_layers * 2.0 * c.num_kv_heads * c.head_dim * 2.0;  // bf16 K and V
+  return m;
+}
+
+std::vector<int> ParseBatches(const std::string& text) {
+  std::vector<int> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    int b = 0;
+    try {
+      b = std::stoi(item);
+    } catch (...) {
+      b = 0;
+    }
+    if (b < 1) ThrowError(ErrorCode::kInvalidArgument, "--batch: '{}' is not a positive batch size", item);
+    out.push_back(b);
+  }
+  if (out.empty()) ThrowError(ErrorCode::kInvalidArgument, "--batch: expected batch sizes such as 1,2,4,8");
+  return out;
+}
+
+double Seconds(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+struct Row {
+  std::string test;
+  int batch = 1;
+  double tokens_per_s = 0, ms = 0, ceiling_fraction = -1;
+  std::string ceiling;
+};
+
+void Run(const BenchOptions& o) {
+  if (o.n_prompt < 1 || o.n_gen < 1 || o.repetitions < 1)
+    ThrowError(ErrorCode::kInvalidArgument, "--n-prompt, --n-gen and --repetitions must be positive");
+  std::vector<int> batches = ParseBatches(o.batches);
+  std::unique_ptr<FileSet> files;
+  if (!o.dummy_weights) files = OpenModelFiles(o.model_path);
+  std::unique_ptr<Backend> backend = CreateBackend(o.backend);
+  auto t_load = std::chrono::steady_clock::now();
+  std::unique_ptr<Model> model = o.dummy_weights
+                                     ? LoadModelWithDummyWeights(LoadConfigForDummyWeights(o.model_path, &files), *backend)
+                                     : LoadModel(*files, *backend);
+  const ModelConfig& c = model->config();
+  std::printf("model: %s, %d layers, hidden %lld, vocab %lld%s; backend %s; loaded in %.1f s\n",
+              std::string(ArchitectureName(c.arch)).c_str(), c.num_layers, static_cast<long long>(c.hidden_size),
+              static_cast<long long>(c.vocab_size), o.dummy_weights ? " (dummy weights)" : "",
+              std::string(backend->name()).c_str(), Seconds(t_load, std::chrono::steady_clock::now()));
+  std::optional<DeviceCeilings> ceil = MeasureDeviceCeilings(*backend);
+  if (ceil)
+    std::printf("device: %s; measured copy bandwidth %.0f GB/s (read + write), BF16 GEMM %.0f TFLOP/s\n",
+                ceil->name.c_str(), ceil->copy_bytes_per_s / 1e9, ceil->bf16_flops_per_s / 1e12);
+
+  std::vector<Row> rows;
+  const int64_t vocab = c.vocab_size;
+  // Prompt processing.
+  {
+    ModelCounts mc = Count(c, c.num_experts_per_tok);
+    const double n = static_cast<double>(o.n_prompt);
+    const double flops = 2.0 * n * mc.linear_params + 2.0 * mc.lm_head_params + mc.attention_flops_per_pair * n * (n + 1) / 2;
+    std::vector<int32_t> tokens(static_cast<size_t>(o.n_prompt));
+    for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<int32_t>((i * 7919 + 13) % vocab);
+    std::vector<double> times;
+    std::vector<float> logits;
+    for (int r = 0; r <= o.repetitions; ++r) {  // r == 0: warm-up
+      auto state = backend->CreateState(model->MakeStateSpec(1, o.n_prompt));
+      auto t0 = std::chrono::steady_clock::now();
+      model->Forward(ForwardBatch::Single(tokens, 0, 0, false), *state, logits);
+      auto t1 = std::chrono::steady_clock::now();
+      if (r > 0) times.push_back(Seconds(t0, t1));
+    }
+    std::sort(times.begin(), times.end());
+    double t = times[times.size() / 2];
+    Row row{"pp" + std::to_string(o.n_prompt), 1, n / t, t * 1e3, -1, ""};
+    if (ceil && ceil->bf16_flops_per_s > 0) {
+      row.ceiling_fraction = flops / t / ceil->bf16_flops_per_s;
+      row.ceiling = fmt::format("{:.0f} TFLOP/s of {:.0f}", flops / t / 1e12, ceil->bf16_flops_per_s / 1e12);
+    }
+    rows.push_back(row);
+  }
+  // Generation.
+  for (int b : batches) {
+    ModelCounts mc = Count(c, std::min<double>(c.num_experts, static_cast<double>(b) * c.num_experts_per_tok));
+    auto state = backend->CreateState(model->MakeStateSpec(b, o.n_gen + 4));
+    std::vector<float> logits;
+    auto step = [&](int64_t pos) {
+      ForwardBatch batch;
+      for (int s = 0; s < b; ++s) {
+        batch.tokens.push_back(static_cast<int32_t>((pos * 7 + s * 13 + 1) % vocab));
+        batch.seqs.push_back(BatchSeq{s, s, 1, pos});
+        batch.logit_rows.push_back(s);
+      }
+      model->Forward(batch, *state, logits);
+    };
+    for (int64_t pos = 0; pos < 4; ++pos) step(pos);  // warm-up (CUDA: graph capture)
+    for (int s = 0; s < b; ++s) state->ClearSlot(s);
+    auto t0 = std::chrono::steady_clock::now();
+    for (int64_t pos = 0; pos < o.n_gen; ++pos) step(pos);
+    double t = Seconds(t0, std::chrono::steady_clock::now());
+    double step_s = t / static_cast<double>(o.n_gen);
+    // Bytes read per step: every weight but the embedding table, and the K/V of each sequence's context.
+    double avg_context = (static_cast<double>(o.n_gen) + 1) / 2;
+    double bytes = 2.0 * (mc.linear_params + mc.lm_head_params) + b * avg_context * mc.kv_bytes_per_token;
+    Row row{"tg" + std::to_string(o.n_gen), b, b / step_s, step_s * 1e3, -1, ""};
+    if (ceil && ceil->copy_bytes_per_s > 0) {
+      row.ceiling_fraction = bytes / step_s / ceil->copy_bytes_per_s;
+      row.ceiling = fmt::format("{:.0f} GB/s of {:.0f}", bytes / step_s / 1e9, ceil->copy_bytes_per_s / 1e9);
+    }
+    rows.push_back(row);
+  }
+
+  std::printf("\n| test | batch | tokens/s | ms / forward | of ceiling | achieved |\n|---|---:|---:|---:|---:|---|\n");
+  for (const Row& r : rows)
+    std::printf("| %s | %d | %.1f | %.2f | %s | %s |\n", r.test.c_str(), r.batch, r.tokens_per_s, r.ms,
+                r.ceiling_fraction < 0 ? "-" : fmt::format("{:.1f}%", 100 * r.ceiling_fraction).c_str(),
+                r.ceiling.c_str());
+  if (!o.json_path.empty()) {
+    std::ofstream out(o.json_path, std::ios::trunc);
+    if (!out) ThrowError(ErrorCode::kIo, "--json {}: cannot open for writing", o.json_path);
+    out << "{\"backend\": \"" << backend->name() << "\", \"rows\": [";
+    for (size_t i = 0; i < rows.size(); ++i)
+      out << (i ? ", " : "") << "{\"test\": \"" << rows[i].test << "\", \"batch\": " << rows[i].batch
+          << ", \"tokens_per_s\": " << rows[i].tokens_per_s << ", \"ms\": " << rows[i].ms
+          << ", \"ceiling_fraction\": " << rows[i].ceiling_fraction << "}";
+    out << "]}\n";
+  }
+}
+
+}  // namespace
+
+void RegisterBenchCommand(CLI::App& app) {
+  auto o = std::make_shared<BenchOptions>();
+  CLI::App* cmd = app.add_subcommand("bench", "Measure prompt-processing and generation throughput (llama-bench style)");
+  cmd->add_option("--model", o->model_path,
+                  "Model folder, or with --dummy-weights a config .json; default: the embedded qwen3-next-e2e model");
+  AddBackendOptions(cmd, o->backend, o->dummy_weights);
+  cmd->add_option("--n-prompt,-p", o->n_prompt, "Prompt tokens processed in one forward pass")->capture_default_str();
+  cmd->add_option("--n-gen,-n", o->n_gen, "Tokens generated per sequence")->capture_default_str();
+  cmd->add_option("--batch,-b", o->batches, "Generation batch sizes, comma-separated")->capture_default_str();
+  cmd->add_option("--repetitions,-r", o->repetitions, "Timed prompt runs (median reported)")->capture_default_str();
+  cmd->add_option("--json", o->json_path, "Also write the results as JSON to this file");
+  cmd->callback([o] { Run(*o); });
+}
+
+}  // namespace infernix

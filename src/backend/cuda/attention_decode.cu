@@ -1,0 +1,178 @@
+// Split-KV attention ("flash decoding") for any batch layout, on CUDA cores: a block owns one token,
+// one KV head (all query heads of its GQA group, so K and V are read once per group) and one chunk of
+// the key positions; a combine kernel merges the chunks' partial softmax results. Used for decode
+// steps, and for any head_dim the flash kernel does not take.
+#include <cmath>
+
+#include "backend/cuda/device_util.cuh"
+
+namespace infernix::cuda {
+namespace {
+
+constexpr int kThreads = 128;
+constexpr int kKeys = 32;  // keys per shared-memory sub-tile
+
+struct SmemLayout {
+  size_t qs, os, ss, ms, ls, al, ks, vs, total;
+};
+
+__host__ __device__ inline SmemLayout Layout(int group, int d) {
+  SmemLayout l{};
+  size_t off = 0;
+  auto take = [&](size_t bytes) {
+    size_t at = off;
+    off += (bytes + 15) / 16 * 16;
+    return at;
+  };
+  l.qs = take(sizeof(float) * group * d);
+  l.os = take(sizeof(float) * group * d);
+  l.ss = take(sizeof(float) * group * kKeys);
+  l.ms = take(sizeof(float) * group);
+  l.ls = take(sizeof(float) * group);
+  l.al = take(sizeof(float) * group);
+  l.ks = take(sizeof(bf16) * kKeys * d);
+  l.vs = take(sizeof(bf16) * kKeys * d);
+  l.total = off;
+  return l;
+}
+
+__global__ void __launch_bounds__(kThreads)
+    AttentionSplitKernel(DeviceLayout layout, KvCacheView kv, const bf16* q, int n_heads, float scale, int n_splits,
+                         int chunk, float* ws_o, float* ws_ml) {
+  const int t = blockIdx.x, kvh = blockIdx.y, split = blockIdx.z;
+  const int hkv = kv.n_kv_heads, d = kv.head_dim, group = n_heads / hkv, tid = threadIdx.x;
+  const int seq = layout.token_seq[t], slot = layout.seq_info[seq * 4], pos = layout.token_pos[t];
+  const int begin = split * chunk, end = min(begin + chunk, pos + 1);
+  const int64_t head0 = static_cast<int64_t>(t) * n_heads + static_cast<int64_t>(kvh) * group;
+  if (begin >= end) {  // nothing to attend to in this chunk: an empty partial result
+    for (int i = tid; i < group; i += kThreads) {
+      ws_ml[((head0 + i) * n_splits + split) * 2] = -INFINITY;
+      ws_ml[((head0 + i) * n_splits + split) * 2 + 1] = 0.0f;
+    }
+    return;
+  }
+  extern __shared__ __align__(16) unsigned char smem[];
+  const SmemLayout sl = Layout(group, d);
+  float* qs = reinterpret_cast<float*>(smem + sl.qs);
+  float* os = reinterpret_cast<float*>(smem + sl.os);
+  float* ss = reinterpret_cast<float*>(smem + sl.ss);
+  float* ms = reinterpret_cast<float*>(smem + sl.ms);
+  float* ls = reinterpret_cast<float*>(smem + sl.ls);
+  float* al = reinterpret_cast<float*>(smem + sl.al);
+  bf16* ks = reinterpret_cast<bf16*>(smem + sl.ks);
+  bf16* vs = reinterpret_cast<bf16*>(smem + sl.vs);
+  for (int i = tid; i < group * d; i += kThreads) {
+    qs[i] = __bfloat162float(q[head0 * d + i]) * scale;
+    os[i] = 0.0f;
+  }
+  for (int i = tid; i < group; i += kThreads) {
+    ms[i] = -INFINITY;
+    ls[i] = 0.0f;
+  }
+  const bf16* kpages = static_cast<const bf16*>(kv.k_pages);
+  const bf16* vpages = static_cast<const bf16*>(kv.v_pages);
+  const int warp = tid >> 5, lane = tid & 31;
+  for (int kb = begin; kb < end; kb += kKeys) {
+    const int nk = min(kKeys, end - kb);
+    __syncthreads();  // previous sub-tile fully consumed (and q/o/m/l initialised)
+    for (int i = tid; i < nk * d; i += kThreads) {
+      int j = i / d, dd = i - j * d, p = kb + j;
+      int page = kv.page_table[static_cast<int64_t>(slot) * kv.pages_per_slot + p / kPageSize];
+      int64_t src = ((static_cast<int64_t>(page) * hkv + kvh) * kPageSize + p % kPageSize) * d + dd;
+      ks[i] = kpages[src];
+      vs[i] = vpages[src];
+    }
+    __syncthreads();
+    // Scores: warps take (head, key) pairs, lanes split head_dim.
+    for (int pair = warp; pair < group * nk; pair += kThreads / 32) {
+      int gi = pair / nk, j = pair - gi * nk;
+      float acc = 0;
+      for (int dd = lane; dd < d; dd += 32) acc += qs[gi * d + dd] * __bfloat162float(ks[j * d + dd]);
+      acc = WarpSum(acc);
+      if (lane == 0) ss[gi * kKeys + j] = acc;
+    }
+    __syncthreads();
+    // Online softmax, one thread per head of the group.
+    for (int gi = tid; gi < group; gi += kThreads) {
+      float m_old = ms[gi], mx = -INFINITY;
+      for (int j = 0; j < nk; ++j) mx = fmaxf(mx, ss[gi * kKeys + j]);
+      float m_new = fmaxf(m_old, mx);
+      float sum = 0;
+      for (int j = 0; j < nk; ++j) {
+        float p = expf(ss[gi * kKeys + j] - m_new);
+        ss[gi * kKeys + j] = p;
+        sum += p;
+      }
+      float a = expf(m_old - m_new);  // 0 on the first sub-tile (m_old = -inf)
+      al[gi] = a;
+      ls[gi] = ls[gi] * a + sum;
+      ms[gi] = m_new;
+    }
+    __syncthreads();
+    for (int i = tid; i < group * d; i += kThreads) {
+      int gi = i / d, dd = i - gi * d;
+      float o = os[i] * al[gi];
+      for (int j = 0; j < nk; ++j) o += ss[gi * kKeys + j] * __bfloat162float(vs[j * d + dd]);
+      os[i] = o;
+    }
+  }
+  __syncthreads();
+  for (int i = tid; i < group * d; i += kThreads) {
+    int gi = i / d, dd = i - gi * d;
+    ws_o[((head0 + gi) * n_splits + split) * d + dd] = os[i];
+  }
+  for (int gi = tid; gi < group; gi += kThreads) {
+    ws_ml[((head0 + gi) * n_splits + split) * 2] = ms[gi];
+    ws_ml[((head0 + gi) * n_splits + split) * 2 + 1] = ls[gi];
+  }
+}
+
+__global__ void AttentionCombineKernel(int n_heads, int d, int n_splits, const float* ws_o, const float* ws_ml,
+                                       bf16* out) {
+  const int64_t head = static_cast<int64_t>(blockIdx.x) * n_heads + blockIdx.y;
+  const float* ml = ws_ml + head * n_splits * 2;
+  float m = -INFINITY;
+  for (int s = 0; s < n_splits; ++s)
+    if (ml[2 * s + 1] > 0.0f) m = fmaxf(m, ml[2 * s]);
+  float l = 0;
+  for (int s = 0; s < n_splits; ++s)
+    if (ml[2 * s + 1] > 0.0f) l += ml[2 * s + 1] * expf(ml[2 * s] - m);
+  const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+  for (int dd = threadIdx.x; dd < d; dd += blockDim.x) {
+    float o = 0;
+    for (int s = 0; s < n_splits; ++s)
+      if (ml[2 * s + 1] > 0.0f) o += ws_o[(head * n_splits + s) * d + dd] * expf(ml[2 * s] - m);
+    out[head * d + dd] = __float2bfloat16_rn(o * inv);
+  }
+}
+
+}  // namespace
+
+size_t AttentionSplitSmemBytes(int group, int head_dim) { return Layout(group, head_dim).total; }
+
+void LaunchAttentionSplit(cudaStream_t s, DeviceLayout layout, KvCacheView kv, const void* q, int32_t n_heads,
+                          float scale, int32_t n_splits, int32_t chunk, float* ws_o, float* ws_ml) {
+  if (layout.n_tokens == 0) return;
+  dim3 grid(static_cast<unsigned>(layout.n_tokens), static_cast<unsigned>(kv.n_kv_heads),
+            static_cast<unsigned>(n_splits));
+  size_t smem = AttentionSplitSmemBytes(n_heads / kv.n_kv_heads, kv.head_dim);
+  AttentionSplitKernel<<<grid, kThreads, smem, s>>>(layout, kv, static_cast<const bf16*>(q), n_heads, scale, n_splits,
+                                                    chunk, ws_o, ws_ml);
+  INFX_CUDA_CHECK_LAUNCH();
+}
+
+void LaunchAttentionCombine(cudaStream_t s, int32_t n_tokens, int32_t n_heads, int32_t head_dim, int32_t n_splits,
+                            const float* ws_o, const float* ws_ml, void* out) {
+  if (n_tokens == 0) return;
+  dim3 grid(static_cast<unsigned>(n_tokens), static_cast<unsigned>(n_heads));
+  int threads = std::min(256, (head_dim + 31) / 32 * 32);
+  AttentionCombineKernel<<<grid, threads, 0, s>>>(n_heads, head_dim, n_splits, ws_o, ws_ml, static_cast<bf16*>(out));
+  INFX_CUDA_CHECK_LAUNCH();
+}
+
+void ConfigureSplitAttention(size_t max_smem) {
+  INFX_CUDA_CHECK(cudaFuncSetAttribute(AttentionSplitKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       static_cast<int>(max_smem)));
+}
+
+}  // namespace infernix::cuda

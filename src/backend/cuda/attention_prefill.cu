@@ -1,0 +1,260 @@
+// Flash attention for prefill on tensor cores (mma.sync m16n8k16, bf16 in, f32 accumulation): a block
+// owns one query tile (up to kQueryTile consecutive tokens of one sequence) and one query head; its 4
+// warps own 16 query rows each and walk the sequence's KV pages (kPageSize keys each) up to the tile's
+// last position, with the causal mask on the diagonal pages and an online softmax in registers.
+// head_dim is padded with zeros to the kernel's D (64, 128 or 256); it must be a multiple of 8.
+#include <cmath>
+
+#include "backend/cuda/device_util.cuh"
+
+namespace infernix::cuda {
+
+void ConfigureSplitAttention(size_t max_smem);
+
+namespace {
+
+constexpr int kThreads = 128;
+static_assert(kQueryTile == 64 && kPageSize == 64, "the flash kernel tiles 64 queries x 64 keys");
+
+__device__ __forceinline__ void CpAsync16(void* smem, const void* gmem) {
+  unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem));
+}
+__device__ __forceinline__ void CpAsyncWaitAll() {
+  asm volatile("cp.async.commit_group;\n" ::);
+  asm volatile("cp.async.wait_group 0;\n" ::);
+}
+
+__device__ __forceinline__ void LdMatrixX4(uint32_t* r, const void* p) {
+  unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(p));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(a));
+}
+__device__ __forceinline__ void LdMatrixX2(uint32_t* r, const void* p) {
+  unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(p));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n" : "=r"(r[0]), "=r"(r[1]) : "r"(a));
+}
+__device__ __forceinline__ void LdMatrixX4Trans(uint32_t* r, const void* p) {
+  unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(p));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(a));
+}
+
+__device__ __forceinline__ void Mma(float* c, const uint32_t* a, uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ uint32_t PackBf16(float lo, float hi) {
+  __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<uint32_t*>(&v);
+}
+
+template <int D>
+constexpr size_t SmemBytes() {
+  return 3ull * 64 * (D + 8) * sizeof(bf16);
+}
+
+template <int D>
+__global__ void __launch_bounds__(kThreads)
+    FlashKernel(DeviceLayout layout, KvCacheView kv, const bf16* q, int n_heads, float scale_log2, bf16* out) {
+  constexpr int kStride = D + 8;  // bf16 per shared-memory row: 16 bytes of padding against bank conflicts
+  constexpr int kChunks = D / 8;  // 16-byte chunks per padded row
+  extern __shared__ __align__(16) unsigned char smem[];
+  bf16* qs = reinterpret_cast<bf16*>(smem);
+  bf16* ks = qs + 64 * kStride;
+  bf16* vs = ks + 64 * kStride;
+
+  const int tile = blockIdx.x, h = blockIdx.y, tid = threadIdx.x;
+  const int hkv = kv.n_kv_heads, kvh = h / (n_heads / hkv), d = kv.head_dim, d_chunks = d / 8;
+  const int seq = layout.tiles[tile * 2], row0 = layout.tiles[tile * 2 + 1];
+  const int slot = layout.seq_info[seq * 4], tb = layout.seq_info[seq * 4 + 1];
+  const int sn = layout.seq_info[seq * 4 + 2], pb = layout.seq_info[seq * 4 + 3];
+  const int rows = min(kQueryTile, tb + sn - row0);
+  const int pos0 = pb + (row0 - tb);
+  const int n_keys = pos0 + rows;
+  const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
+  const uint4 zero = make_uint4(0, 0, 0, 0);
+
+  for (int i = tid; i < 64 * kChunks; i += kThreads) {
+    int r = i / kChunks, c = i - r * kChunks;
+    bf16* dst = qs + r * kStride + c * 8;
+    if (r < rows && c < d_chunks) {
+      CpAsync16(dst, q + (static_cast<int64_t>(row0 + r) * n_heads + h) * d + c * 8);
+    } else {
+      *reinterpret_cast<uint4*>(dst) = zero;
+    }
+  }
+
+  float o[D / 8][4];
+#pragma unroll
+  for (int i = 0; i < D / 8; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
+  float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.0f, 0.0f};
+  const int row_a = warp * 16 + g, row_b = row_a + 8;
+  const int qpos_a = row_a < rows ? pos0 + row_a : -1;  // -1: padding row, every key masked
+  const int qpos_b = row_b < rows ? pos0 + row_b : -1;
+
+  const int n_blocks = (n_keys + kPageSize - 1) / kPageSize;
+  const bf16* kpages = static_cast<const bf16*>(kv.k_pages);
+  const bf16* vpages = static_cast<const bf16*>(kv.v_pages);
+  for (int kb = 0; kb < n_blocks; ++kb) {
+    const int page = kv.page_table[static_cast<int64_t>(slot) * kv.pages_per_slot + kb];
+    const int64_t base = (static_cast<int64_t>(page) * hkv + kvh) * kPageSize * d;
+    for (int i = tid; i < 64 * kChunks; i += kThreads) {
+      int r = i / kChunks, c = i - r * kChunks;
+      bf16* kd = ks + r * kStride + c * 8;
+      bf16* vd = vs + r * kStride + c * 8;
+      if (kb * kPageSize + r < n_keys && c < d_chunks) {
+        CpAsync16(kd, kpages + base + static_cast<int64_t>(r) * d + c * 8);
+        CpAsync16(vd, vpages + base + static_cast<int64_t>(r) * d + c * 8);
+      } else {
+        *reinterpret_cast<uint4*>(kd) = zero;
+        *reinterpret_cast<uint4*>(vd) = zero;
+      }
+    }
+    CpAsyncWaitAll();
+    __syncthreads();
+
+    // S = Q K^T for this warp's 16 rows and the page's 64 keys (8 tiles of 8 keys).
+    float s[8][4];
+#pragma unroll
+    for (int nt = 0; nt < 8; ++nt) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) {
+      uint32_t a[4];
+      LdMatrixX4(a, qs + (warp * 16 + (lane & 15)) * kStride + kk * 16 + (lane >> 4) * 8);
+#pragma unroll
+      for (int nt = 0; nt < 8; ++nt) {
+        uint32_t b[2];
+        LdMatrixX2(b, ks + (nt * 8 + (lane & 7)) * kStride + kk * 16 + ((lane >> 3) & 1) * 8);
+        Mma(s[nt], a, b[0], b[1]);
+      }
+    }
+
+    // Causal mask and online softmax (base-2 exponent; scale_log2 = scale * log2(e)).
+    float mx_a = -INFINITY, mx_b = -INFINITY;
+#pragma unroll
+    for (int nt = 0; nt < 8; ++nt) {
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        int kpos = kb * kPageSize + nt * 8 + 2 * t4 + e;
+        s[nt][e] = kpos <= qpos_a ? s[nt][e] * scale_log2 : -INFINITY;
+        s[nt][2 + e] = kpos <= qpos_b ? s[nt][2 + e] * scale_log2 : -INFINITY;
+        mx_a = fmaxf(mx_a, s[nt][e]);
+        mx_b = fmaxf(mx_b, s[nt][2 + e]);
+      }
+    }
+#pragma unroll
+    for (int off = 1; off <= 2; off <<= 1) {
+      mx_a = fmaxf(mx_a, __shfl_xor_sync(0xffffffffu, mx_a, off));
+      mx_b = fmaxf(mx_b, __shfl_xor_sync(0xffffffffu, mx_b, off));
+    }
+    const float new_a = fmaxf(m_run[0], mx_a), new_b = fmaxf(m_run[1], mx_b);
+    const float use_a = new_a == -INFINITY ? 0.0f : new_a, use_b = new_b == -INFINITY ? 0.0f : new_b;
+    const float alpha_a = exp2f(m_run[0] - use_a), alpha_b = exp2f(m_run[1] - use_b);
+    m_run[0] = new_a;
+    m_run[1] = new_b;
+    float sum_a = 0, sum_b = 0;
+#pragma unroll
+    for (int nt = 0; nt < 8; ++nt) {
+      s[nt][0] = exp2f(s[nt][0] - use_a);
+      s[nt][1] = exp2f(s[nt][1] - use_a);
+      s[nt][2] = exp2f(s[nt][2] - use_b);
+      s[nt][3] = exp2f(s[nt][3] - use_b);
+      sum_a += s[nt][0] + s[nt][1];
+      sum_b += s[nt][2] + s[nt][3];
+    }
+    l_run[0] = l_run[0] * alpha_a + sum_a;  // per-thread partial sums; reduced over the quad at the end
+    l_run[1] = l_run[1] * alpha_b + sum_b;
+#pragma unroll
+    for (int i = 0; i < D / 8; ++i) {
+      o[i][0] *= alpha_a;
+      o[i][1] *= alpha_a;
+      o[i][2] *= alpha_b;
+      o[i][3] *= alpha_b;
+    }
+
+    // O += P V: P's accumulator layout is the A-fragment layout of the next product.
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) {
+      uint32_t a[4] = {PackBf16(s[2 * kk][0], s[2 * kk][1]), PackBf16(s[2 * kk][2], s[2 * kk][3]),
+                       PackBf16(s[2 * kk + 1][0], s[2 * kk + 1][1]), PackBf16(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+#pragma unroll
+      for (int nd = 0; nd < D / 8; nd += 2) {
+        uint32_t b[4];
+        LdMatrixX4Trans(b, vs + (kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * kStride + (nd + (lane >> 4)) * 8);
+        Mma(o[nd], a, b[0], b[1]);
+        Mma(o[nd + 1], a, b[2], b[3]);
+      }
+    }
+    __syncthreads();  // the next page overwrites ks and vs
+  }
+
+  float l_a = l_run[0], l_b = l_run[1];
+#pragma unroll
+  for (int off = 1; off <= 2; off <<= 1) {
+    l_a += __shfl_xor_sync(0xffffffffu, l_a, off);
+    l_b += __shfl_xor_sync(0xffffffffu, l_b, off);
+  }
+  const float inv_a = l_a > 0.0f ? 1.0f / l_a : 0.0f, inv_b = l_b > 0.0f ? 1.0f / l_b : 0.0f;
+#pragma unroll
+  for (int nd = 0; nd < D / 8; ++nd) {
+    int dim = nd * 8 + 2 * t4;
+    if (dim >= d) continue;
+    if (row_a < rows) {
+      __nv_bfloat162 v = __floats2bfloat162_rn(o[nd][0] * inv_a, o[nd][1] * inv_a);
+      *reinterpret_cast<__nv_bfloat162*>(out + (static_cast<int64_t>(row0 + row_a) * n_heads + h) * d + dim) = v;
+    }
+    if (row_b < rows) {
+      __nv_bfloat162 v = __floats2bfloat162_rn(o[nd][2] * inv_b, o[nd][3] * inv_b);
+      *reinterpret_cast<__nv_bfloat162*>(out + (static_cast<int64_t>(row0 + row_b) * n_heads + h) * d + dim) = v;
+    }
+  }
+}
+
+template <int D>
+void Launch(cudaStream_t s, DeviceLayout layout, KvCacheView kv, const void* q, int32_t n_heads, float scale,
+            void* out) {
+  dim3 grid(static_cast<unsigned>(layout.n_tiles), static_cast<unsigned>(n_heads));
+  FlashKernel<D><<<grid, kThreads, SmemBytes<D>(), s>>>(layout, kv, static_cast<const bf16*>(q), n_heads,
+                                                        scale * 1.4426950408889634f, static_cast<bf16*>(out));
+}
+
+}  // namespace
+
+void LaunchAttentionFlash(cudaStream_t s, DeviceLayout layout, KvCacheView kv, const void* q, int32_t n_heads,
+                          float scale, void* out) {
+  if (layout.n_tiles == 0) return;
+  if (kv.head_dim <= 64) {
+    Launch<64>(s, layout, kv, q, n_heads, scale, out);
+  } else if (kv.head_dim <= 128) {
+    Launch<128>(s, layout, kv, q, n_heads, scale, out);
+  } else {
+    Launch<256>(s, layout, kv, q, n_heads, scale, out);
+  }
+  INFX_CUDA_CHECK_LAUNCH();
+}
+
+void ConfigureAttentionKernels(size_t max_smem_optin) {
+  INFX_CUDA_CHECK(cudaFuncSetAttribute(FlashKernel<64>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       static_cast<int>(SmemBytes<64>())));
+  INFX_CUDA_CHECK(cudaFuncSetAttribute(FlashKernel<128>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       static_cast<int>(SmemBytes<128>())));
+  if (SmemBytes<256>() <= max_smem_optin)
+    INFX_CUDA_CHECK(cudaFuncSetAttribute(FlashKernel<256>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         static_cast<int>(SmemBytes<256>())));
+  ConfigureSplitAttention(std::min<size_t>(max_smem_optin, 160 * 1024));
+}
+
+bool FlashAttentionFits(int head_dim, size_t max_smem_optin) {
+  if (head_dim % 8 != 0 || head_dim > 256) return false;
+  size_t need = head_dim <= 64 ? SmemBytes<64>() : head_dim <= 128 ? SmemBytes<128>() : SmemBytes<256>();
+  return need <= max_smem_optin;
+}
+
+}  // namespace infernix::cuda

@@ -1,0 +1,225 @@
+// The CUDA backend's memory, queueing and state management (the ops are in backend_ops.cpp).
+#include "backend/cuda/backend.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "backend/cuda/check.h"
+#include "backend/cuda/layout.h"
+#include "backend/cuda/state.h"
+#include "base/error.h"
+
+namespace infernix {
+namespace {
+
+constexpr size_t kStagingBytes = size_t{4} << 20;
+constexpr size_t kStagedCopyMax = size_t{1} << 20;  // larger host copies go synchronously
+
+int SelectDevice(const CudaOptions& options) {
+  std::string why = CudaUnavailableReason(options.device);
+  if (!why.empty()) ThrowError(ErrorCode::kUnsupported, "--backend cuda: {}", why);
+  INFX_CUDA_CHECK(cudaSetDevice(options.device));
+  return options.device;
+}
+
+cudaDeviceProp Properties(int device) {
+  cudaDeviceProp p{};
+  INFX_CUDA_CHECK(cudaGetDeviceProperties(&p, device));
+  return p;
+}
+
+cudaStream_t NewStream() {
+  cudaStream_t s = nullptr;
+  INFX_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  return s;
+}
+
+}  // namespace
+
+std::string CudaUnavailableReason(int device) {
+  int count = 0;
+  cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess) {
+    (void)cudaGetLastError();
+    return fmt::format("no usable CUDA driver or GPU ({})", cudaGetErrorString(err));
+  }
+  if (count == 0) return "no CUDA GPU found";
+  if (device < 0 || device >= count) return fmt::format("GPU {} does not exist ({} found)", device, count);
+  cudaDeviceProp p{};
+  err = cudaGetDeviceProperties(&p, device);
+  if (err != cudaSuccess) return fmt::format("cannot query GPU {} ({})", device, cudaGetErrorString(err));
+  if (p.major < 8)
+    return fmt::format("GPU {} ({}) has compute capability {}.{}; the CUDA backend needs 8.0 (Ampere) or newer",
+                       device, p.name, p.major, p.minor);
+  int previous = 0;
+  (void)cudaGetDevice(&previous);
+  (void)cudaSetDevice(device);
+  err = cuda::ProbeKernelImage();
+  (void)cudaSetDevice(previous);
+  if (err != cudaSuccess) {
+    (void)cudaGetLastError();
+    return fmt::format("this build has no kernels for GPU {} ({}, sm_{}{}; built for {}): rebuild with "
+                       "-DINFERNIX_CUDA_ARCHITECTURES={}{}",
+                       device, p.name, p.major, p.minor, INFERNIX_CUDA_ARCHS, p.major, p.minor);
+  }
+  return "";
+}
+
+std::unique_ptr<Backend> CreateCudaBackend(const CudaOptions& options) { return std::make_unique<CudaBackend>(options); }
+
+CudaBackend::CudaBackend(const CudaOptions& options)
+    : options_(options),
+      device_(SelectDevice(options)),
+      props_(Properties(device_)),
+      stream_(NewStream()),
+      weights_("model weights", size_t{64} << 20, size_t{1} << 30),
+      scratch_("activations", size_t{32} << 20, size_t{1} << 30),
+      staging_{cuda::PinnedArena(kStagingBytes), cuda::PinnedArena(kStagingBytes)},
+      recorder_(stream_, options.graphs) {
+  int optin = 0;
+  INFX_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device_));
+  smem_optin_ = static_cast<size_t>(optin);
+  cuda::ConfigureAttentionKernels(smem_optin_);
+  for (auto& e : staging_done_) INFX_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+}
+
+CudaBackend::~CudaBackend() {
+  Submit();
+  INFX_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  for (auto& e : staging_done_) INFX_CUDA_CHECK(cudaEventDestroy(e));
+  INFX_CUDA_CHECK(cudaStreamDestroy(stream_));
+}
+
+void CudaBackend::FlushGemv() {
+  if (gemv_.n_segments == 0) return;
+  recorder_.Launch(cuda::LaunchGemv, gemv_);
+  gemv_ = cuda::GemvBatch{};
+}
+
+void CudaBackend::Submit() {
+  FlushGemv();
+  recorder_.Flush();
+  if (staging_current_ >= 0) {
+    INFX_CUDA_CHECK(cudaEventRecord(staging_done_[staging_current_], stream_));
+    staging_current_ = -1;
+  }
+}
+
+void CudaBackend::Synchronize() {
+  Submit();
+  INFX_CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
+
+void* CudaBackend::Stage(size_t bytes) {
+  if (staging_current_ < 0) {
+    // A buffer whose last unit has finished (staging 0 whenever possible, so graphs see one address).
+    int pick = 0;
+    if (cudaEventQuery(staging_done_[0]) != cudaSuccess) {
+      pick = cudaEventQuery(staging_done_[1]) == cudaSuccess ? 1 : 0;
+      (void)cudaGetLastError();
+      INFX_CUDA_CHECK(cudaEventSynchronize(staging_done_[pick]));
+    }
+    staging_current_ = pick;
+    staging_[pick].Reset();
+  }
+  return staging_[staging_current_].Allocate(bytes);
+}
+
+void* CudaBackend::Upload(const void* host, size_t bytes) {
+  void* dst = scratch_.Allocate(bytes);
+  void* staged = bytes <= kStagedCopyMax ? Stage(bytes) : nullptr;
+  if (staged != nullptr) {
+    std::memcpy(staged, host, bytes);
+    Enqueue(cuda::LaunchMemcpy, dst, staged, bytes);
+  } else {
+    Submit();
+    INFX_CUDA_CHECK(cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, stream_));
+    INFX_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  }
+  return dst;
+}
+
+Tensor CudaBackend::UploadWeight(const Tensor& host) {
+  size_t bytes = host.size_bytes();
+  void* dst = weights_.Allocate(bytes);
+  INFX_CUDA_CHECK(cudaMemcpy(dst, host.data, bytes, cudaMemcpyHostToDevice));
+  return Tensor{dst, host.dtype, host.shape};
+}
+
+Tensor CudaBackend::Scratch(DType dtype, Shape shape) {
+  return Tensor{scratch_.Allocate(static_cast<size_t>(shape.numel()) * DTypeSize(dtype)), dtype, shape};
+}
+
+void CudaBackend::ResetScratch() {
+  Submit();
+  // Reset may replace the arena's chunks by one larger chunk: nothing queued may still use them.
+  if (scratch_.WillConsolidate()) INFX_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  scratch_.Reset();
+  layout_host_.reset();
+}
+
+void CudaBackend::CopyToBackend(const void* host, Tensor dst) {
+  size_t bytes = dst.size_bytes();
+  void* staged = bytes <= kStagedCopyMax ? Stage(bytes) : nullptr;
+  if (staged != nullptr) {
+    std::memcpy(staged, host, bytes);
+    Enqueue(cuda::LaunchMemcpy, dst.data, staged, bytes);
+    return;
+  }
+  Submit();
+  INFX_CUDA_CHECK(cudaMemcpyAsync(dst.data, host, bytes, cudaMemcpyHostToDevice, stream_));
+  INFX_CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
+
+void CudaBackend::CopyToHost(const Tensor& src, void* host) {
+  Submit();
+  INFX_CUDA_CHECK(cudaMemcpyAsync(host, src.data, src.size_bytes(), cudaMemcpyDeviceToHost, stream_));
+  INFX_CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
+
+std::unique_ptr<SequenceState> CudaBackend::CreateState(const StateSpec& spec) {
+  return std::make_unique<CudaState>(spec, *this);
+}
+
+cuda::DeviceLayout CudaBackend::Layout(const BatchLayout& layout) {
+  if (layout_host_ && cuda::SameLayout(*layout_host_, layout)) return layout_device_;
+  cuda::HostLayout flat = cuda::FlattenLayout(layout);
+  auto* data = static_cast<const int32_t*>(Upload(flat.data.data(), flat.data.size() * sizeof(int32_t)));
+  layout_device_ = cuda::PlaceLayout(flat, data);
+  layout_host_ = layout;
+  return layout_device_;
+}
+
+const cuda::ExpertTable& CudaBackend::ExpertTableFor(const ExpertWeights& experts) {
+  INFX_CHECK(!experts.gate.empty() && experts.gate.size() == experts.up.size() &&
+             experts.gate.size() == experts.down.size());
+  const void* key = experts.gate[0].data;
+  auto it = expert_tables_.find(key);
+  if (it != expert_tables_.end()) return it->second.table;
+  const size_t n = experts.gate.size();
+  const Tensor& g0 = experts.gate[0];
+  std::vector<const void*> ptrs(3 * n);
+  for (size_t e = 0; e < n; ++e) {
+    const Tensor &g = experts.gate[e], &u = experts.up[e], &d = experts.down[e];
+    INFX_CHECK_MSG(g.shape == g0.shape && u.shape == g0.shape && d.rows() == g0.cols() && d.cols() == g0.rows() &&
+                       g.dtype == g0.dtype && u.dtype == g0.dtype && d.dtype == g0.dtype,
+                   "expert {}: gate {} up {} down {}", e, g.Describe(), u.Describe(), d.Describe());
+    ptrs[e] = g.data;
+    ptrs[n + e] = u.data;
+    ptrs[2 * n + e] = d.data;
+  }
+  void* table = weights_.Allocate(ptrs.size() * sizeof(void*));
+  INFX_CUDA_CHECK(cudaMemcpy(table, ptrs.data(), ptrs.size() * sizeof(void*), cudaMemcpyHostToDevice));
+  cuda::ExpertTable t;
+  auto* base = static_cast<const void* const*>(table);
+  t.gate = base;
+  t.up = base + n;
+  t.down = base + 2 * n;
+  t.dtype = static_cast<int32_t>(g0.dtype);
+  t.n_experts = static_cast<int32_t>(n);
+  t.inter = g0.rows();
+  t.hidden = g0.cols();
+  return expert_tables_.emplace(key, ExpertTableEntry{t}).first->second.table;
+}
+
+}  // namespace infernix

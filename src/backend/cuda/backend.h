@@ -1,0 +1,130 @@
+// The CUDA backend: every op of backend/ops.h on one NVIDIA GPU of compute capability 8.0 or newer,
+// with bf16 activations (f32 where ops.h says so: router logits and weights, DeltaNet gates, logits).
+//
+// Execution model. Ops validate their arguments on the host and queue launcher calls on the
+// recorder (recorder.h); nothing runs until a synchronisation point: CopyToHost, ResetScratch, a state
+// change, Synchronize(). A queued unit that was seen before replays as a CUDA graph, so a decode step
+// costs a handful of launches. Consecutive small-batch MatMuls that share their input are merged into
+// one weight-streaming launch (gemv.cu).
+//
+// Memory. Weights live in one device arena (one backend per model), activations in a scratch arena
+// reset before every forward pass (no allocation once a shape has been seen), small uploads (token
+// ids, batch layouts, gathered rows) pass through pinned staging buffers. Sequence state (KV pages,
+// DeltaNet states) is owned by the CudaState objects this backend creates.
+//
+// Thread-safety: none; one thread owns the backend. Tensors it returns are device pointers.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <map>
+#include <memory>
+#include <optional>
+
+#include "backend/cuda/factory.h"
+#include "backend/cuda/gemm_lt.h"
+#include "backend/cuda/kernels.h"
+#include "backend/cuda/memory.h"
+#include "backend/cuda/recorder.h"
+#include "backend/ops.h"
+
+namespace infernix {
+
+class CudaBackend final : public Backend {
+ public:
+  // Throws Error(kUnsupported) when the device cannot run the backend (see CudaUnavailableReason).
+  explicit CudaBackend(const CudaOptions& options = {});
+  ~CudaBackend() override;
+  CudaBackend(const CudaBackend&) = delete;
+  CudaBackend& operator=(const CudaBackend&) = delete;
+
+  std::string_view name() const override { return "cuda"; }
+  DType activation_dtype() const override { return DType::kBF16; }
+
+  Tensor UploadWeight(const Tensor& host) override;
+  Tensor Scratch(DType dtype, Shape shape) override;
+  void ResetScratch() override;
+  void CopyToBackend(const void* host, Tensor dst) override;
+  void CopyToHost(const Tensor& src, void* host) override;
+  std::unique_ptr<SequenceState> CreateState(const StateSpec& spec) override;
+
+  void Embedding(const Tensor& ids, const Tensor& table, Tensor out) override;
+  void RmsNorm(const Tensor& x, const Tensor& weight, float eps, bool unit_offset, Tensor out) override;
+  void MatMul(const Tensor& x, const Tensor& w, Tensor out) override;
+  void Add(const Tensor& a, const Tensor& b, Tensor out) override;
+  void SiluMul(const Tensor& gate, const Tensor& up, Tensor out) override;
+  void SigmoidMul(const Tensor& x, const Tensor& gate, Tensor out) override;
+  void SliceColumns(const Tensor& x, int64_t col_begin, Tensor out) override;
+  void Rope(Tensor x, const BatchLayout& layout, const Tensor& inv_freq, float attention_scale) override;
+  void Attention(const Tensor& q, const Tensor& k, const Tensor& v, SequenceState& state, int layer,
+                 const BatchLayout& layout, float scale, Tensor out) override;
+  void CausalConv1d(const Tensor& x, const Tensor& w, SequenceState& state, int layer, const BatchLayout& layout,
+                    Tensor out) override;
+  void GdnGates(const Tensor& a, const Tensor& b, const Tensor& a_log, const Tensor& dt_bias, Tensor g,
+                Tensor beta) override;
+  void GatedDeltaRule(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& g, const Tensor& beta,
+                      SequenceState& state, int layer, const BatchLayout& layout, Tensor out) override;
+  void GatedRmsNorm(const Tensor& x, const Tensor& z, const Tensor& weight, float eps, Tensor out) override;
+  void MoeRouting(const Tensor& logits, int top_k, bool normalize, Tensor weights, Tensor ids) override;
+  void MoeExperts(const Tensor& x, const Tensor& weights, const Tensor& ids, const ExpertWeights& experts,
+                  Tensor out) override;
+  void AddSigmoidGated(Tensor acc, const Tensor& x, const Tensor& gate_logit) override;
+  void GatherRows(const Tensor& x, const std::vector<int32_t>& rows, Tensor out) override;
+
+  // ---- CUDA only ----
+  // Sampling-side reductions over f32 logits [rows, vocab]: ids i32 [rows]; values f32 / ids i32
+  // [rows, k] in descending order (ties to the lower index), k <= 256; out f32 [rows].
+  void ArgmaxRows(const Tensor& logits, Tensor ids);
+  void TopKRows(const Tensor& logits, int k, Tensor values, Tensor ids);
+  void LogSumExpRows(const Tensor& logits, Tensor out);
+
+  // Queues fn(stream, args...) behind everything queued so far (recorder.h).
+  template <typename... P, typename... A>
+  void Enqueue(void (*fn)(cudaStream_t, P...), A... args) {
+    FlushGemv();
+    recorder_.Launch(fn, args...);
+  }
+  // Runs everything queued, without waiting.
+  void Submit();
+  // Runs everything queued and waits for the device.
+  void Synchronize();
+
+  cudaStream_t stream() const { return stream_; }
+  const cudaDeviceProp& properties() const { return props_; }
+  const CudaOptions& options() const { return options_; }
+  const cuda::RecorderStats& recorder_stats() const { return recorder_.stats(); }
+  cuda::GemmLt& gemm() { return gemm_; }
+  size_t weight_bytes() const { return weights_.used_bytes(); }
+
+ private:
+  struct ExpertTableEntry {
+    cuda::ExpertTable table;
+  };
+  // The device copy of `layout` for this unit of work (uploaded once per ResetScratch cycle).
+  cuda::DeviceLayout Layout(const BatchLayout& layout);
+  // A queued copy of host bytes into fresh scratch memory; returns the device address.
+  void* Upload(const void* host, size_t bytes);
+  // Pinned staging memory for `bytes` of this unit, or nullptr when it is full.
+  void* Stage(size_t bytes);
+  void FlushGemv();
+  const cuda::ExpertTable& ExpertTableFor(const ExpertWeights& experts);
+
+  CudaOptions options_;
+  int device_ = 0;  // first: its initialiser checks the device and makes it current
+  cudaDeviceProp props_{};
+  size_t smem_optin_ = 0;
+  cudaStream_t stream_ = nullptr;
+  cuda::DeviceArena weights_;
+  cuda::DeviceArena scratch_;
+  cuda::PinnedArena staging_[2];
+  cudaEvent_t staging_done_[2] = {nullptr, nullptr};
+  int staging_current_ = -1;  // staging buffer of the unit being recorded; -1: none chosen yet
+  cuda::GemmLt gemm_;
+  cuda::Recorder recorder_;
+  cuda::GemvBatch gemv_{};
+  std::optional<BatchLayout> layout_host_;
+  cuda::DeviceLayout layout_device_{};
+  std::map<const void*, ExpertTableEntry> expert_tables_;
+};
+
+}  // namespace infernix

@@ -1,0 +1,273 @@
+// The CUDA backend's ops: argument checks on the host, then queued launcher calls (kernels.h).
+#include <algorithm>
+#include <cmath>
+
+#include "backend/cuda/backend.h"
+#include "backend/cuda/check.h"
+#include "backend/cuda/state.h"
+#include "base/check.h"
+
+namespace infernix {
+namespace {
+
+static_assert(static_cast<int>(DType::kF32) == cuda::kF32 && static_cast<int>(DType::kF16) == cuda::kF16 &&
+              static_cast<int>(DType::kBF16) == cuda::kBF16);
+
+int Dt(const Tensor& t) { return static_cast<int>(t.dtype); }
+
+bool IsAct(const Tensor& t) { return t.dtype == DType::kBF16 || t.dtype == DType::kF32; }
+bool IsFloat(const Tensor& t) { return t.dtype == DType::kBF16 || t.dtype == DType::kF32 || t.dtype == DType::kF16; }
+bool Aligned(const void* p, uintptr_t a) { return (reinterpret_cast<uintptr_t>(p) & (a - 1)) == 0; }
+
+void CheckSameAct(const Tensor& a, const Tensor& b) {
+  INFX_CHECK_MSG(a.numel() == b.numel() && a.dtype == b.dtype && IsAct(a), "{} vs {}", a.Describe(), b.Describe());
+}
+
+CudaState& AsCudaState(SequenceState& state, const CudaBackend* backend) {
+  auto* st = dynamic_cast<CudaState*>(&state);
+  INFX_CHECK_MSG(st != nullptr && st->owner() == backend, "state was not created by this CUDA backend");
+  return *st;
+}
+
+// Largest power of two <= 256 dividing p.
+unsigned PointerAlignment(const void* p) {
+  auto v = reinterpret_cast<uintptr_t>(p);
+  unsigned a = 256;
+  while (a > 1 && (v & (a - 1)) != 0) a >>= 1;
+  return a;
+}
+
+}  // namespace
+
+void CudaBackend::Embedding(const Tensor& ids, const Tensor& table, Tensor out) {
+  int64_t n = ids.numel(), h = table.cols();
+  INFX_CHECK(ids.dtype == DType::kI32 && out.rows() == n && out.cols() == h && IsAct(out) && IsFloat(table));
+  Enqueue(cuda::LaunchEmbedding, ids.as<const int32_t>(), n, table.data, Dt(table), table.rows(), h, out.data, Dt(out));
+}
+
+void CudaBackend::RmsNorm(const Tensor& x, const Tensor& weight, float eps, bool unit_offset, Tensor out) {
+  CheckSameAct(x, out);
+  INFX_CHECK_MSG(weight.numel() == x.cols() && IsFloat(weight), "RmsNorm x {} weight {}", x.Describe(),
+                 weight.Describe());
+  Enqueue(cuda::LaunchRmsNorm, Dt(x), x.data, weight.data, Dt(weight), eps, unit_offset ? 1.0f : 0.0f, out.data,
+          x.rows(), x.cols());
+}
+
+void CudaBackend::GatedRmsNorm(const Tensor& x, const Tensor& z, const Tensor& weight, float eps, Tensor out) {
+  CheckSameAct(x, z);
+  CheckSameAct(x, out);
+  INFX_CHECK(weight.numel() == x.cols() && IsFloat(weight));
+  Enqueue(cuda::LaunchGatedRmsNorm, Dt(x), x.data, z.data, weight.data, Dt(weight), eps, out.data, x.rows(), x.cols());
+}
+
+void CudaBackend::MatMul(const Tensor& x, const Tensor& w, Tensor out) {
+  const int64_t n = x.rows(), k = x.cols(), m = w.rows();
+  INFX_CHECK_MSG(w.cols() == k && out.rows() == n && out.cols() == m, "MatMul x {} w {} out {}", x.Describe(),
+                 w.Describe(), out.Describe());
+  INFX_CHECK(IsAct(x) && IsAct(out) && IsFloat(w));
+  if (n == 0 || m == 0) return;
+  const bool bf16 = x.dtype == DType::kBF16 && w.dtype == DType::kBF16;
+  if (bf16 && options_.gemv && n <= cuda::kGemvMaxTokens && k % 8 == 0 && Aligned(x.data, 16) &&
+      Aligned(w.data, 16)) {
+    // Joins the pending group when it reads the same x (and writes nothing the group reads).
+    const char* xb = static_cast<const char*>(x.data);
+    const char* ob = static_cast<const char*>(out.data);
+    INFX_CHECK(ob + out.size_bytes() <= xb || xb + x.size_bytes() <= ob);
+    if (gemv_.n_segments > 0 && (gemv_.x != x.data || gemv_.n != n || gemv_.k != k || gemv_.n_segments == 4))
+      FlushGemv();
+    cuda::GemvSegment& sg = gemv_.seg[gemv_.n_segments++];
+    sg.w = w.data;
+    sg.out = out.data;
+    sg.rows = m;
+    sg.out_dtype = Dt(out);
+    sg.unused = 0;
+    gemv_.x = x.data;
+    gemv_.n = n;
+    gemv_.k = k;
+    gemv_.unused = 0;
+    return;
+  }
+  if (bf16 && options_.cublas) {
+    unsigned align = std::min({PointerAlignment(x.data), PointerAlignment(w.data), PointerAlignment(out.data)});
+    if (const cuda::GemmPlan* plan = gemm_.Find(n, m, k, out.dtype, align)) {
+      Enqueue(cuda::GemmLt::Run, plan, x.data, w.data, out.data);
+      return;
+    }
+  }
+  Enqueue(cuda::LaunchGemmSimt, x.data, Dt(x), w.data, Dt(w), out.data, Dt(out), n, m, k);
+}
+
+void CudaBackend::Add(const Tensor& a, const Tensor& b, Tensor out) {
+  CheckSameAct(a, b);
+  CheckSameAct(a, out);
+  Enqueue(cuda::LaunchBinary, static_cast<int>(cuda::kOpAdd), Dt(a), a.data, b.data, out.data, a.numel());
+}
+
+void CudaBackend::SiluMul(const Tensor& gate, const Tensor& up, Tensor out) {
+  CheckSameAct(gate, up);
+  CheckSameAct(gate, out);
+  Enqueue(cuda::LaunchBinary, static_cast<int>(cuda::kOpSiluMul), Dt(gate), gate.data, up.data, out.data,
+          gate.numel());
+}
+
+void CudaBackend::SigmoidMul(const Tensor& x, const Tensor& gate, Tensor out) {
+  CheckSameAct(x, gate);
+  CheckSameAct(x, out);
+  Enqueue(cuda::LaunchBinary, static_cast<int>(cuda::kOpSigmoidMul), Dt(x), x.data, gate.data, out.data, x.numel());
+}
+
+void CudaBackend::AddSigmoidGated(Tensor acc, const Tensor& x, const Tensor& gate_logit) {
+  CheckSameAct(acc, x);
+  INFX_CHECK(gate_logit.numel() == x.rows() && gate_logit.dtype == DType::kF32);
+  Enqueue(cuda::LaunchAddSigmoidGated, Dt(acc), acc.data, x.data, gate_logit.as<const float>(), x.rows(), x.cols());
+}
+
+void CudaBackend::SliceColumns(const Tensor& x, int64_t col_begin, Tensor out) {
+  const int64_t rows = x.rows(), cols = x.cols(), c = out.cols();
+  INFX_CHECK(out.rows() == rows && col_begin >= 0 && col_begin + c <= cols && x.dtype == out.dtype);
+  const size_t elem = DTypeSize(x.dtype);
+  Enqueue(cuda::LaunchCopy2D, out.data, static_cast<size_t>(c) * elem,
+          static_cast<const void*>(static_cast<const char*>(x.data) + static_cast<size_t>(col_begin) * elem),
+          static_cast<size_t>(cols) * elem, static_cast<size_t>(c) * elem, static_cast<size_t>(rows));
+}
+
+void CudaBackend::GatherRows(const Tensor& x, const std::vector<int32_t>& rows, Tensor out) {
+  const int64_t d = x.cols();
+  INFX_CHECK(out.rows() == static_cast<int64_t>(rows.size()) && out.cols() == d && x.dtype == out.dtype);
+  if (rows.empty()) return;
+  for (int32_t r : rows) INFX_CHECK(r >= 0 && r < x.rows());
+  auto* dev_rows = static_cast<const int32_t*>(Upload(rows.data(), rows.size() * sizeof(int32_t)));
+  Enqueue(cuda::LaunchGatherRows, x.data, dev_rows, static_cast<int64_t>(rows.size()),
+          static_cast<int64_t>(d * static_cast<int64_t>(DTypeSize(x.dtype))), out.data);
+}
+
+void CudaBackend::Rope(Tensor x, const BatchLayout& layout, const Tensor& inv_freq, float attention_scale) {
+  INFX_CHECK(x.shape.ndim == 3 && IsAct(x) && inv_freq.dtype == DType::kF32);
+  const int64_t n = x.dim(0), heads = x.dim(1), d = x.dim(2), half = inv_freq.numel();
+  INFX_CHECK(n == layout.n_tokens && 2 * half <= d);
+  if (n == 0) return;
+  cuda::DeviceLayout dl = Layout(layout);
+  Enqueue(cuda::LaunchRope, Dt(x), x.data, dl.token_pos, n, heads, d, inv_freq.as<const float>(), half,
+          attention_scale);
+}
+
+void CudaBackend::Attention(const Tensor& q, const Tensor& k, const Tensor& v, SequenceState& state, int layer,
+                            const BatchLayout& layout, float scale, Tensor out) {
+  CudaState& st = AsCudaState(state, this);
+  const StateSpec& spec = st.spec();
+  const int64_t n = q.dim(0), hq = q.dim(1), d = q.dim(2), hkv = k.dim(1);
+  INFX_CHECK(q.shape.ndim == 3 && k.shape.ndim == 3 && v.shape == k.shape && out.shape == q.shape);
+  INFX_CHECK(hkv == spec.n_kv_heads && d == spec.head_dim && k.dim(2) == d && hq % hkv == 0 && n == layout.n_tokens);
+  INFX_CHECK_MSG(q.dtype == DType::kBF16 && k.dtype == DType::kBF16 && v.dtype == DType::kBF16 &&
+                     out.dtype == DType::kBF16,
+                 "CUDA attention takes bf16 activations");
+  if (n == 0) return;
+  cuda::DeviceLayout dl = Layout(layout);
+  cuda::KvCacheView kv = st.Kv(layer);
+  Enqueue(cuda::LaunchKvAppend, dl, kv, k.data, v.data);
+  bool flash = cuda::FlashAttentionFits(static_cast<int>(d), smem_optin_) &&
+               (options_.attention == CudaOptions::Attention::kFlash ||
+                (options_.attention == CudaOptions::Attention::kAuto && dl.max_seq_tokens > 16));
+  if (flash) {
+    Enqueue(cuda::LaunchAttentionFlash, dl, kv, q.data, static_cast<int32_t>(hq), scale, out.data);
+    return;
+  }
+  const int group = static_cast<int>(hq / hkv);
+  INFX_CHECK_MSG(cuda::AttentionSplitSmemBytes(group, static_cast<int>(d)) <= std::min<size_t>(smem_optin_, 160 << 10),
+                 "attention: {} query heads per KV head with head_dim {} exceed shared memory", group, d);
+  // Splits sized for the state's max_context (not the current lengths), so that decode steps keep
+  // the same launch shape and replay as one graph; chunks past a sequence's end exit at once.
+  const int64_t target_blocks = 2 * static_cast<int64_t>(props_.multiProcessorCount);
+  const int64_t max_splits = std::max<int64_t>(1, (spec.max_context + 255) / 256);
+  const int64_t splits = std::clamp<int64_t>((target_blocks + n * hkv - 1) / (n * hkv), 1, max_splits);
+  int64_t chunk = (spec.max_context + splits - 1) / splits;
+  chunk = (chunk + 31) / 32 * 32;
+  Tensor ws_o = Scratch(DType::kF32, {n, hq, splits, d});
+  Tensor ws_ml = Scratch(DType::kF32, {n, hq, splits, 2});
+  Enqueue(cuda::LaunchAttentionSplit, dl, kv, q.data, static_cast<int32_t>(hq), scale, static_cast<int32_t>(splits),
+          static_cast<int32_t>(chunk), ws_o.as<float>(), ws_ml.as<float>());
+  Enqueue(cuda::LaunchAttentionCombine, static_cast<int32_t>(n), static_cast<int32_t>(hq), static_cast<int32_t>(d),
+          static_cast<int32_t>(splits), ws_o.as<const float>(), ws_ml.as<const float>(), out.data);
+}
+
+void CudaBackend::CausalConv1d(const Tensor& x, const Tensor& w, SequenceState& state, int layer,
+                               const BatchLayout& layout, Tensor out) {
+  CudaState& st = AsCudaState(state, this);
+  const int64_t channels = x.cols(), kernel = w.numel() / std::max<int64_t>(1, channels);
+  INFX_CHECK(kernel == st.spec().conv_kernel && channels == st.spec().conv_channels && out.numel() == x.numel());
+  INFX_CHECK(x.dtype == DType::kBF16 && out.dtype == DType::kBF16 && IsFloat(w) && x.rows() == layout.n_tokens);
+  if (x.rows() == 0) return;
+  cuda::DeviceLayout dl = Layout(layout);
+  Enqueue(cuda::LaunchCausalConv1d, dl, x.data, w.data, Dt(w), st.Conv(layer), st.ConvSlotStride(),
+          static_cast<int32_t>(channels), static_cast<int32_t>(kernel), out.data);
+}
+
+void CudaBackend::GdnGates(const Tensor& a, const Tensor& b, const Tensor& a_log, const Tensor& dt_bias, Tensor g,
+                           Tensor beta) {
+  const int64_t n = a.rows(), nv = a.cols();
+  INFX_CHECK(b.numel() == a.numel() && a_log.numel() == nv && dt_bias.numel() == nv && g.numel() == a.numel() &&
+             beta.numel() == a.numel());
+  INFX_CHECK(a.dtype == DType::kBF16 && b.dtype == DType::kBF16 && g.dtype == DType::kF32 &&
+             beta.dtype == DType::kF32 && IsFloat(a_log) && IsFloat(dt_bias));
+  Enqueue(cuda::LaunchGdnGates, a.data, b.data, a_log.data, Dt(a_log), dt_bias.data, Dt(dt_bias), g.as<float>(),
+          beta.as<float>(), n, nv);
+}
+
+void CudaBackend::GatedDeltaRule(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& g,
+                                 const Tensor& beta, SequenceState& state, int layer, const BatchLayout& layout,
+                                 Tensor out) {
+  CudaState& st = AsCudaState(state, this);
+  const StateSpec& spec = st.spec();
+  const int64_t nk = q.dim(1), dk = q.dim(2), nv = v.dim(1), dv = v.dim(2), n = q.dim(0);
+  INFX_CHECK(nk == spec.n_k_heads && nv == spec.n_v_heads && dk == spec.k_head_dim && dv == spec.v_head_dim);
+  INFX_CHECK(nv % nk == 0 && out.numel() == v.numel() && k.shape == q.shape && n == layout.n_tokens);
+  INFX_CHECK(q.dtype == DType::kBF16 && k.dtype == DType::kBF16 && v.dtype == DType::kBF16 &&
+             out.dtype == DType::kBF16 && g.dtype == DType::kF32 && beta.dtype == DType::kF32);
+  if (n == 0) return;
+  cuda::DeviceLayout dl = Layout(layout);
+  Enqueue(cuda::LaunchGatedDeltaRule, dl, q.data, k.data, v.data, g.as<const float>(), beta.as<const float>(),
+          st.Recurrent(layer), st.RecurrentSlotStride(), static_cast<int32_t>(nk), static_cast<int32_t>(nv),
+          static_cast<int32_t>(dk), static_cast<int32_t>(dv), out.data);
+}
+
+void CudaBackend::MoeRouting(const Tensor& logits, int top_k, bool normalize, Tensor weights, Tensor ids) {
+  const int64_t n = logits.rows(), n_experts = logits.cols();
+  INFX_CHECK(top_k >= 1 && top_k <= n_experts && weights.numel() == n * top_k && ids.numel() == n * top_k);
+  INFX_CHECK(logits.dtype == DType::kF32 && weights.dtype == DType::kF32 && ids.dtype == DType::kI32);
+  Enqueue(cuda::LaunchMoeRouting, logits.as<const float>(), n, static_cast<int32_t>(n_experts),
+          static_cast<int32_t>(top_k), static_cast<int32_t>(normalize), weights.as<float>(), ids.as<int32_t>());
+}
+
+void CudaBackend::MoeExperts(const Tensor& x, const Tensor& weights, const Tensor& ids, const ExpertWeights& experts,
+                             Tensor out) {
+  const int64_t n = x.rows(), hidden = x.cols(), top_k = weights.cols();
+  INFX_CHECK(out.rows() == n && out.cols() == hidden && ids.numel() == n * top_k && weights.numel() == n * top_k);
+  INFX_CHECK(x.dtype == DType::kBF16 && out.dtype == DType::kBF16 && weights.dtype == DType::kF32 &&
+             ids.dtype == DType::kI32);
+  if (n == 0) return;
+  const cuda::ExpertTable& table = ExpertTableFor(experts);
+  INFX_CHECK(table.hidden == hidden);
+  Tensor act = Scratch(DType::kF32, {n, top_k, table.inter});
+  Enqueue(cuda::LaunchMoeExperts, x.data, weights.as<const float>(), ids.as<const int32_t>(), n,
+          static_cast<int32_t>(top_k), table, act.as<float>(), out.data);
+}
+
+void CudaBackend::ArgmaxRows(const Tensor& logits, Tensor ids) {
+  INFX_CHECK(logits.dtype == DType::kF32 && ids.dtype == DType::kI32 && ids.numel() == logits.rows());
+  Enqueue(cuda::LaunchArgmaxRows, logits.as<const float>(), logits.rows(), logits.cols(), ids.as<int32_t>());
+}
+
+void CudaBackend::TopKRows(const Tensor& logits, int k, Tensor values, Tensor ids) {
+  INFX_CHECK(logits.dtype == DType::kF32 && values.dtype == DType::kF32 && ids.dtype == DType::kI32);
+  INFX_CHECK(k >= 1 && k <= 256 && k <= logits.cols() && values.numel() == logits.rows() * k &&
+             ids.numel() == logits.rows() * k);
+  Enqueue(cuda::LaunchTopKRows, logits.as<const float>(), logits.rows(), logits.cols(), static_cast<int32_t>(k),
+          values.as<float>(), ids.as<int32_t>());
+}
+
+void CudaBackend::LogSumExpRows(const Tensor& logits, Tensor out) {
+  INFX_CHECK(logits.dtype == DType::kF32 && out.dtype == DType::kF32 && out.numel() == logits.rows());
+  Enqueue(cuda::LaunchLogSumExpRows, logits.as<const float>(), logits.rows(), logits.cols(), out.as<float>());
+}
+
+}  // namespace infernix

@@ -1,0 +1,94 @@
+// Copies: plain and strided memory copies (queued through the recorder so that they are ordered with,
+// and captured alongside, the kernels), the embedding lookup and row gathers.
+#include "backend/cuda/device_util.cuh"
+
+namespace infernix::cuda {
+namespace {
+
+__global__ void EmbeddingKernel(const int32_t* ids, const void* table, int table_dtype, int64_t vocab, int64_t h,
+                                void* out, int out_dtype) {
+  int64_t t = blockIdx.x;
+  int32_t id = ids[t];
+  bool valid = id >= 0 && id < vocab;
+  for (int64_t i = threadIdx.x; i < h; i += blockDim.x) {
+    float v = valid ? LoadF(table, table_dtype, static_cast<int64_t>(id) * h + i) : 0.0f;
+    StoreF(out, out_dtype, t * h + i, v);
+  }
+}
+
+// One block per output row; copies row_bytes in 16-, 4- or 2-byte units.
+template <typename U>
+__global__ void GatherRowsKernel(const U* x, const int32_t* rows, int64_t units, U* out) {
+  int64_t r = blockIdx.x;
+  const U* src = x + static_cast<int64_t>(rows[r]) * units;
+  U* dst = out + r * units;
+  for (int64_t i = threadIdx.x; i < units; i += blockDim.x) dst[i] = src[i];
+}
+
+__global__ void FillRandomBf16Kernel(bf16* data, int64_t n, uint64_t seed, float scale) {
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    uint64_t x = seed + static_cast<uint64_t>(i) * 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    x ^= x >> 31;
+    float u = static_cast<float>(x >> 40) * (2.0f / 16777216.0f) - 1.0f;
+    data[i] = __float2bfloat16_rn(u * scale);
+  }
+}
+
+}  // namespace
+
+cudaError_t ProbeKernelImage() {
+  cudaFuncAttributes attr{};
+  return cudaFuncGetAttributes(&attr, EmbeddingKernel);
+}
+
+void LaunchFillRandomBf16(cudaStream_t s, void* data, int64_t n, uint64_t seed, float scale) {
+  if (n <= 0) return;
+  FillRandomBf16Kernel<<<1024, 256, 0, s>>>(static_cast<bf16*>(data), n, seed, scale);
+  INFX_CUDA_CHECK_LAUNCH();
+}
+
+void LaunchMemcpy(cudaStream_t s, void* dst, const void* src, size_t bytes) {
+  if (bytes == 0) return;
+  INFX_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s));
+}
+
+void LaunchMemset(cudaStream_t s, void* dst, size_t bytes) {
+  if (bytes == 0) return;
+  INFX_CUDA_CHECK(cudaMemsetAsync(dst, 0, bytes, s));
+}
+
+void LaunchCopy2D(cudaStream_t s, void* dst, size_t dst_pitch, const void* src, size_t src_pitch, size_t width_bytes,
+                  size_t rows) {
+  if (rows == 0 || width_bytes == 0) return;
+  INFX_CUDA_CHECK(cudaMemcpy2DAsync(dst, dst_pitch, src, src_pitch, width_bytes, rows, cudaMemcpyDeviceToDevice, s));
+}
+
+void LaunchEmbedding(cudaStream_t s, const int32_t* ids, int64_t n, const void* table, int table_dtype, int64_t vocab,
+                     int64_t h, void* out, int out_dtype) {
+  if (n <= 0) return;
+  EmbeddingKernel<<<static_cast<unsigned>(n), 256, 0, s>>>(ids, table, table_dtype, vocab, h, out, out_dtype);
+  INFX_CUDA_CHECK_LAUNCH();
+}
+
+void LaunchGatherRows(cudaStream_t s, const void* x, const int32_t* rows, int64_t n_rows, int64_t row_bytes,
+                      void* out) {
+  if (n_rows <= 0) return;
+  unsigned blocks = static_cast<unsigned>(n_rows);
+  if (row_bytes % 16 == 0 && Aligned16(x) && Aligned16(out)) {
+    GatherRowsKernel<<<blocks, 256, 0, s>>>(static_cast<const uint4*>(x), rows, row_bytes / 16,
+                                            static_cast<uint4*>(out));
+  } else if (row_bytes % 4 == 0 && (reinterpret_cast<uintptr_t>(x) & 3u) == 0 &&
+             (reinterpret_cast<uintptr_t>(out) & 3u) == 0) {
+    GatherRowsKernel<<<blocks, 256, 0, s>>>(static_cast<const uint32_t*>(x), rows, row_bytes / 4,
+                                            static_cast<uint32_t*>(out));
+  } else {
+    GatherRowsKernel<<<blocks, 256, 0, s>>>(static_cast<const uint16_t*>(x), rows, row_bytes / 2,
+                                            static_cast<uint16_t*>(out));
+  }
+  INFX_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace infernix::cuda

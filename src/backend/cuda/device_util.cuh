@@ -1,0 +1,108 @@
+// Device-side helpers shared by the kernels: dtype-generic loads and stores, warp and block
+// reductions, and 16-byte vectors of bf16. Included by .cu files only.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+
+#include "backend/cuda/check.h"
+#include "backend/cuda/kernels.h"
+
+namespace infernix::cuda {
+
+using bf16 = __nv_bfloat16;
+
+// Element i of a float tensor of dtype code dt, as f32.
+__device__ __forceinline__ float LoadF(const void* p, int dt, int64_t i) {
+  if (dt == kBF16) return __bfloat162float(static_cast<const bf16*>(p)[i]);
+  if (dt == kF32) return static_cast<const float*>(p)[i];
+  return __half2float(static_cast<const __half*>(p)[i]);
+}
+
+__device__ __forceinline__ void StoreF(void* p, int dt, int64_t i, float v) {
+  if (dt == kBF16) {
+    static_cast<bf16*>(p)[i] = __float2bfloat16_rn(v);
+  } else if (dt == kF32) {
+    static_cast<float*>(p)[i] = v;
+  } else {
+    static_cast<__half*>(p)[i] = __float2half_rn(v);
+  }
+}
+
+// Typed conversions for kernels templated on the activation type (float or bf16).
+__device__ __forceinline__ float ToF(float v) { return v; }
+__device__ __forceinline__ float ToF(bf16 v) { return __bfloat162float(v); }
+template <typename T>
+__device__ __forceinline__ T FromF(float v);
+template <>
+__device__ __forceinline__ float FromF<float>(float v) { return v; }
+template <>
+__device__ __forceinline__ bf16 FromF<bf16>(float v) { return __float2bfloat16_rn(v); }
+
+// 8 consecutive elements as f32, and back (16 bytes of bf16, or 32 of f32); p 16-byte aligned.
+__device__ __forceinline__ void Load8(const bf16* p, float* v) {
+  uint4 u = *reinterpret_cast<const uint4*>(p);
+  const bf16* e = reinterpret_cast<const bf16*>(&u);
+#pragma unroll
+  for (int i = 0; i < 8; ++i) v[i] = __bfloat162float(e[i]);
+}
+__device__ __forceinline__ void Load8(const float* p, float* v) {
+  float4 a = reinterpret_cast<const float4*>(p)[0], b = reinterpret_cast<const float4*>(p)[1];
+  v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w; v[4] = b.x; v[5] = b.y; v[6] = b.z; v[7] = b.w;
+}
+__device__ __forceinline__ void Store8(bf16* p, const float* v) {
+  uint4 u;
+  bf16* e = reinterpret_cast<bf16*>(&u);
+#pragma unroll
+  for (int i = 0; i < 8; ++i) e[i] = __float2bfloat16_rn(v[i]);
+  *reinterpret_cast<uint4*>(p) = u;
+}
+__device__ __forceinline__ void Store8(float* p, const float* v) {
+  reinterpret_cast<float4*>(p)[0] = make_float4(v[0], v[1], v[2], v[3]);
+  reinterpret_cast<float4*>(p)[1] = make_float4(v[4], v[5], v[6], v[7]);
+}
+
+__device__ __forceinline__ float WarpSum(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+__device__ __forceinline__ float WarpMax(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+// Sum over the block (blockDim.x a multiple of 32, <= 1024); every thread gets the result.
+// `shared` holds 32 floats; the call contains __syncthreads.
+__device__ __forceinline__ float BlockSum(float v, float* shared) {
+  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  v = WarpSum(v);
+  __syncthreads();
+  if (lane == 0) shared[warp] = v;
+  __syncthreads();
+  float total = 0;
+  for (int i = 0; i < warps; ++i) total += shared[i];
+  return total;
+}
+
+__device__ __forceinline__ float SiluF(float x) { return x / (1.0f + expf(-x)); }
+__device__ __forceinline__ float SigmoidF(float x) { return 1.0f / (1.0f + expf(-x)); }
+
+__device__ __forceinline__ bool Aligned16Dev(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+
+__device__ __forceinline__ float ToWeight(float v) { return v; }
+__device__ __forceinline__ float ToWeight(bf16 v) { return __bfloat162float(v); }
+__device__ __forceinline__ float ToWeight(__half v) { return __half2float(v); }
+
+inline bool Aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+
+inline unsigned Blocks(int64_t n, int threads) { return static_cast<unsigned>((n + threads - 1) / threads); }
+
+}  // namespace infernix::cuda

@@ -1,0 +1,88 @@
+// Elementwise kernels: the residual add, SiLU-and-multiply, the sigmoid gate, and the sigmoid-gated
+// accumulation of the shared expert. f32 math on bf16 or f32 activations, 8 elements per thread.
+#include "backend/cuda/device_util.cuh"
+
+namespace infernix::cuda {
+namespace {
+
+template <int kOp>
+__device__ __forceinline__ float Apply(float a, float b) {
+  if constexpr (kOp == kOpAdd) return a + b;
+  if constexpr (kOp == kOpSiluMul) return SiluF(a) * b;
+  return a * SigmoidF(b);
+}
+
+// Thread i handles elements [8i, 8i + 8); kVec: 16-byte aligned pointers, whole groups of 8.
+template <typename T, int kOp, bool kVec>
+__global__ void BinaryKernel(const T* a, const T* b, T* out, int64_t n) {
+  int64_t i = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * 8;
+  if (i >= n) return;
+  if (kVec && i + 8 <= n) {
+    float va[8], vb[8];
+    Load8(a + i, va);
+    Load8(b + i, vb);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) va[j] = Apply<kOp>(va[j], vb[j]);
+    Store8(out + i, va);
+  } else {
+    for (int64_t j = i; j < n && j < i + 8; ++j) out[j] = FromF<T>(Apply<kOp>(ToF(a[j]), ToF(b[j])));
+  }
+}
+
+template <typename T, int kOp>
+void Binary(cudaStream_t s, const void* a, const void* b, void* out, int64_t n) {
+  bool vec = Aligned16(a) && Aligned16(b) && Aligned16(out);
+  unsigned blocks = Blocks((n + 7) / 8, 256);
+  if (vec) {
+    BinaryKernel<T, kOp, true><<<blocks, 256, 0, s>>>(static_cast<const T*>(a), static_cast<const T*>(b),
+                                                      static_cast<T*>(out), n);
+  } else {
+    BinaryKernel<T, kOp, false><<<blocks, 256, 0, s>>>(static_cast<const T*>(a), static_cast<const T*>(b),
+                                                       static_cast<T*>(out), n);
+  }
+}
+
+template <typename T>
+void BinaryOfType(cudaStream_t s, int op, const void* a, const void* b, void* out, int64_t n) {
+  switch (op) {
+    case kOpAdd: Binary<T, kOpAdd>(s, a, b, out, n); break;
+    case kOpSiluMul: Binary<T, kOpSiluMul>(s, a, b, out, n); break;
+    default: Binary<T, kOpSigmoidMul>(s, a, b, out, n); break;
+  }
+}
+
+template <typename T>
+__global__ void AddSigmoidGatedKernel(T* acc, const T* x, const float* gate_logit, int64_t rows, int64_t cols) {
+  int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= rows * cols) return;
+  float g = SigmoidF(gate_logit[i / cols]);
+  acc[i] = FromF<T>(ToF(acc[i]) + g * ToF(x[i]));
+}
+
+}  // namespace
+
+void LaunchBinary(cudaStream_t s, int op, int dtype, const void* a, const void* b, void* out, int64_t n) {
+  if (n <= 0) return;
+  if (dtype == kBF16) {
+    BinaryOfType<bf16>(s, op, a, b, out, n);
+  } else {
+    BinaryOfType<float>(s, op, a, b, out, n);
+  }
+  INFX_CUDA_CHECK_LAUNCH();
+}
+
+void LaunchAddSigmoidGated(cudaStream_t s, int dtype, void* acc, const void* x, const float* gate_logit, int64_t rows,
+                           int64_t cols) {
+  int64_t n = rows * cols;
+  if (n <= 0) return;
+  if (dtype == kBF16) {
+    AddSigmoidGatedKernel<<<Blocks(n, 256), 256, 0, s>>>(static_cast<bf16*>(acc), static_cast<const bf16*>(x),
+                                                         gate_logit, rows, cols);
+  } else {
+    AddSigmoidGatedKernel<<<Blocks(n, 256), 256, 0, s>>>(static_cast<float*>(acc), static_cast<const float*>(x),
+                                                         gate_logit, rows, cols);
+  }
+  INFX_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace infernix::cuda

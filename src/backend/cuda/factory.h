@@ -1,0 +1,42 @@
+// The CUDA backend's entry points for code that must not see CUDA headers (the backend factory, the
+// CLI): availability, construction and the device measurements the benchmark reports.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "backend/ops.h"
+
+namespace infernix {
+
+struct CudaOptions {
+  int device = 0;
+  // Replay decode steps (and any repeated forward pass) as CUDA graphs.
+  bool graphs = true;
+  // Which attention kernel serves batches with a prefill chunk: auto (flash when the head_dim fits),
+  // or always one of them (tests use this to check both on the same inputs).
+  enum class Attention { kAuto, kFlash, kSplit } attention = Attention::kAuto;
+  // Matrix-product paths; turning one off sends its cases to the next (gemv -> cuBLASLt -> CUDA cores).
+  bool gemv = true;
+  bool cublas = true;
+};
+
+// Empty when GPU `device` can run the CUDA backend; otherwise why not (no driver, no GPU, a GPU older
+// than compute capability 8.0, a build without kernels for its architecture).
+std::string CudaUnavailableReason(int device = 0);
+
+// Throws Error(kUnsupported) with CudaUnavailableReason() when the device cannot be used.
+std::unique_ptr<Backend> CreateCudaBackend(const CudaOptions& options);
+
+// What the benchmark needs to know about the device behind a CUDA backend, measured in this process.
+struct CudaDeviceReport {
+  std::string name;
+  int sm_count = 0;
+  double memory_gib = 0;
+  double copy_bytes_per_s = 0;  // device-to-device copy, bytes read + bytes written per second
+  double bf16_flops_per_s = 0;  // a plain cuBLASLt BF16 GEMM (8192^3, random data), median of runs
+};
+// backend must come from CreateCudaBackend.
+CudaDeviceReport MeasureCudaDevice(Backend& backend);
+
+}  // namespace infernix

@@ -1,0 +1,192 @@
+// Gated DeltaNet: the causal depthwise conv1d with its rolling state, the gates, and the gated delta
+// rule in recurrent form. Simple, exact-order kernels: a thread per channel for the conv (its window in
+// registers), a block per (sequence, value head) for the delta rule with each thread owning one
+// column of the f32 state S [dk, dv]. Chunked kernels for long prefills are future work.
+#include <cmath>
+
+#include "backend/cuda/device_util.cuh"
+
+namespace infernix::cuda {
+namespace {
+
+constexpr int kMaxConvKernel = 8;
+constexpr int kMaxKeyDim = 128;  // register-resident state columns; larger dk uses the global-memory kernel
+
+template <typename T>
+__global__ void CausalConv1dKernel(DeviceLayout layout, const T* x, const void* w, int w_dtype, float* state,
+                                   int64_t slot_stride, int channels, int kernel, T* out) {
+  const int seq = blockIdx.x;
+  const int c = blockIdx.y * blockDim.x + threadIdx.x;
+  if (c >= channels) return;
+  const int slot = layout.seq_info[seq * 4], tb = layout.seq_info[seq * 4 + 1], n = layout.seq_info[seq * 4 + 2];
+  const int keep = kernel - 1;
+  float* st = state + slot * slot_stride;  // [keep, channels], oldest first
+  float win[kMaxConvKernel], wc[kMaxConvKernel];
+#pragma unroll
+  for (int j = 0; j < kMaxConvKernel; ++j) {
+    win[j] = j < keep ? st[static_cast<int64_t>(j) * channels + c] : 0.0f;
+    wc[j] = j < kernel ? LoadF(w, w_dtype, static_cast<int64_t>(c) * kernel + j) : 0.0f;
+  }
+  for (int i = 0; i < n; ++i) {
+    const int64_t idx = static_cast<int64_t>(tb + i) * channels + c;
+    const float xv = ToF(x[idx]);
+    float acc = 0;
+#pragma unroll
+    for (int j = 0; j < kMaxConvKernel; ++j) {
+      if (j < keep) acc += wc[j] * win[j];
+      if (j == keep) acc += wc[j] * xv;
+    }
+    out[idx] = FromF<T>(SiluF(acc));
+#pragma unroll
+    for (int j = 0; j < kMaxConvKernel - 1; ++j)
+      if (j < keep - 1) win[j] = win[j + 1];
+#pragma unroll
+    for (int j = 0; j < kMaxConvKernel; ++j)
+      if (j == keep - 1) win[j] = xv;
+  }
+#pragma unroll
+  for (int j = 0; j < kMaxConvKernel; ++j)
+    if (j < keep) st[static_cast<int64_t>(j) * channels + c] = win[j];
+}
+
+template <typename T>
+__global__ void GdnGatesKernel(const T* a, const T* b, const void* a_log, int a_log_dtype, const void* dt_bias,
+                               int dt_bias_dtype, float* g, float* beta, int64_t n, int64_t nv) {
+  int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n * nv) return;
+  int64_t h = i % nv;
+  float x = ToF(a[i]) + LoadF(dt_bias, dt_bias_dtype, h);
+  float softplus = x > 20.0f ? x : log1pf(expf(x));  // torch's softplus, threshold 20
+  g[i] = -expf(LoadF(a_log, a_log_dtype, h)) * softplus;
+  beta[i] = SigmoidF(ToF(b[i]));
+}
+
+// One block per (sequence, value head); thread c owns column c of S. kRegs: S lives in registers
+// (dk <= kMaxKeyDim), else it is updated in place in global memory.
+template <typename T, bool kRegs>
+__global__ void GatedDeltaRuleKernel(DeviceLayout layout, const T* q, const T* k, const T* v, const float* g,
+                                     const float* beta, float* state, int64_t slot_stride, int nk, int nv, int dk,
+                                     int dv, T* out) {
+  extern __shared__ float sh[];  // q [dk], k [dk]
+  float* qs = sh;
+  float* ks = sh + dk;
+  const int seq = blockIdx.x / nv, h = blockIdx.x % nv, kh = h / (nv / nk);
+  const int slot = layout.seq_info[seq * 4], tb = layout.seq_info[seq * 4 + 1], n = layout.seq_info[seq * 4 + 2];
+  const int c = threadIdx.x;
+  const bool active = c < dv;
+  float* s = state + slot * slot_stride + static_cast<int64_t>(h) * dk * dv;  // [dk, dv]
+  float sreg[kRegs ? kMaxKeyDim : 1];
+  if constexpr (kRegs) {
+#pragma unroll
+    for (int r = 0; r < kMaxKeyDim; ++r) sreg[r] = active && r < dk ? s[static_cast<int64_t>(r) * dv + c] : 0.0f;
+  }
+  const float q_scale = 1.0f / sqrtf(static_cast<float>(dk));
+  for (int i = 0; i < n; ++i) {
+    const int64_t t = tb + i;
+    __syncthreads();  // the previous token's q and k are consumed
+    for (int r = threadIdx.x; r < dk; r += blockDim.x) {
+      qs[r] = ToF(q[(t * nk + kh) * dk + r]);
+      ks[r] = ToF(k[(t * nk + kh) * dk + r]);
+    }
+    __syncthreads();
+    float qq = 0, kk = 0;
+    for (int r = 0; r < dk; ++r) {
+      qq += qs[r] * qs[r];
+      kk += ks[r] * ks[r];
+    }
+    const float q_inv = 1.0f / sqrtf(qq + 1e-6f) * q_scale, k_inv = 1.0f / sqrtf(kk + 1e-6f);
+    const float decay = expf(g[t * nv + h]), bt = beta[t * nv + h];
+    if (!active) continue;
+    float kv = 0;
+    if constexpr (kRegs) {
+#pragma unroll
+      for (int r = 0; r < kMaxKeyDim; ++r) {
+        if (r < dk) {
+          sreg[r] *= decay;
+          kv += sreg[r] * (ks[r] * k_inv);
+        }
+      }
+    } else {
+      for (int r = 0; r < dk; ++r) {
+        float sv = s[static_cast<int64_t>(r) * dv + c] * decay;
+        s[static_cast<int64_t>(r) * dv + c] = sv;
+        kv += sv * (ks[r] * k_inv);
+      }
+    }
+    const float delta = (ToF(v[(t * nv + h) * dv + c]) - kv) * bt;
+    float o = 0;
+    if constexpr (kRegs) {
+#pragma unroll
+      for (int r = 0; r < kMaxKeyDim; ++r) {
+        if (r < dk) {
+          sreg[r] += (ks[r] * k_inv) * delta;
+          o += sreg[r] * (qs[r] * q_inv);
+        }
+      }
+    } else {
+      for (int r = 0; r < dk; ++r) {
+        float sv = s[static_cast<int64_t>(r) * dv + c] + (ks[r] * k_inv) * delta;
+        s[static_cast<int64_t>(r) * dv + c] = sv;
+        o += sv * (qs[r] * q_inv);
+      }
+    }
+    out[(t * nv + h) * dv + c] = FromF<T>(o);
+  }
+  if constexpr (kRegs) {
+    if (active) {
+#pragma unroll
+      for (int r = 0; r < kMaxKeyDim; ++r)
+        if (r < dk) s[static_cast<int64_t>(r) * dv + c] = sreg[r];
+    }
+  }
+}
+
+template <typename T>
+void DeltaRule(cudaStream_t s, DeviceLayout layout, const void* q, const void* k, const void* v, const float* g,
+               const float* beta, float* state, int64_t slot_stride, int nk, int nv, int dk, int dv, void* out) {
+  dim3 grid(static_cast<unsigned>(layout.n_seqs * nv));
+  int threads = (dv + 31) / 32 * 32;
+  size_t smem = 2 * sizeof(float) * dk;
+  const T* qt = static_cast<const T*>(q);
+  const T* kt = static_cast<const T*>(k);
+  const T* vt = static_cast<const T*>(v);
+  T* ot = static_cast<T*>(out);
+  if (dk <= kMaxKeyDim) {
+    GatedDeltaRuleKernel<T, true><<<grid, threads, smem, s>>>(layout, qt, kt, vt, g, beta, state, slot_stride, nk, nv, dk,
+                                                                dv, ot);
+  } else {
+    GatedDeltaRuleKernel<T, false><<<grid, threads, smem, s>>>(layout, qt, kt, vt, g, beta, state, slot_stride, nk, nv, dk,
+                                                                dv, ot);
+  }
+}
+
+}  // namespace
+
+void LaunchCausalConv1d(cudaStream_t s, DeviceLayout layout, const void* x, const void* w, int w_dtype, float* state,
+                        int64_t slot_stride, int32_t channels, int32_t kernel, void* out) {
+  if (layout.n_seqs == 0) return;
+  INFX_CHECK_MSG(kernel >= 1 && kernel <= kMaxConvKernel, "conv kernel {} (at most {})", kernel, kMaxConvKernel);
+  dim3 grid(static_cast<unsigned>(layout.n_seqs), Blocks(channels, 128));
+  CausalConv1dKernel<<<grid, 128, 0, s>>>(layout, static_cast<const bf16*>(x), w, w_dtype, state, slot_stride, channels,
+                                          kernel, static_cast<bf16*>(out));
+  INFX_CUDA_CHECK_LAUNCH();
+}
+
+void LaunchGdnGates(cudaStream_t s, const void* a, const void* b, const void* a_log, int a_log_dtype,
+                    const void* dt_bias, int dt_bias_dtype, float* g, float* beta, int64_t n, int64_t nv) {
+  if (n * nv == 0) return;
+  GdnGatesKernel<<<Blocks(n * nv, 256), 256, 0, s>>>(static_cast<const bf16*>(a), static_cast<const bf16*>(b), a_log,
+                                                     a_log_dtype, dt_bias, dt_bias_dtype, g, beta, n, nv);
+  INFX_CUDA_CHECK_LAUNCH();
+}
+
+void LaunchGatedDeltaRule(cudaStream_t s, DeviceLayout layout, const void* q, const void* k, const void* v,
+                          const float* g, const float* beta, float* state, int64_t slot_stride, int32_t nk,
+                          int32_t nv, int32_t dk, int32_t dv, void* out) {
+  if (layout.n_seqs == 0) return;
+  INFX_CHECK_MSG(dv <= 1024, "GatedDeltaRule: v_head_dim {} > 1024", dv);
+  DeltaRule<bf16>(s, layout, q, k, v, g, beta, state, slot_stride, nk, nv, dk, dv, out);
+  INFX_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace infernix::cuda

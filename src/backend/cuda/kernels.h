@@ -1,0 +1,155 @@
+// Host-side launchers of the CUDA kernels, one group per .cu file. Each takes the stream first and
+// then trivially copyable arguments only, so that the recorder (recorder.h) can queue the call and
+// key CUDA graphs on its bytes. Launchers check their launch for errors; they do not synchronise.
+//
+// Activations ("act") are bf16 or f32 (dtype codes below); weights may be f32, f16 or bf16. Every
+// pointer is device memory unless stated otherwise. This header is C++17: .cu files include it.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace infernix::cuda {
+
+// DType codes as the kernels see them (static_cast<int>(DType), checked in backend_ops.cpp).
+constexpr int kF32 = 0, kF16 = 1, kBF16 = 2;
+
+// Tokens per page of the paged KV cache, and query rows per tile of the flash-attention kernel.
+constexpr int kPageSize = 64;
+constexpr int kQueryTile = 64;
+
+// The device copy of a BatchLayout (layout.h). No padding: its bytes key CUDA graphs.
+struct DeviceLayout {
+  const int32_t* token_pos = nullptr;  // [n_tokens]: position of each token row
+  const int32_t* token_seq = nullptr;  // [n_tokens]: index of its sequence
+  const int32_t* seq_info = nullptr;   // [n_seqs, 4]: slot, token_begin, n_tokens, pos_begin
+  const int32_t* tiles = nullptr;      // [n_tiles, 2]: sequence, first token row (kQueryTile rows at most)
+  int32_t n_tokens = 0, n_seqs = 0, n_tiles = 0, max_seq_tokens = 0;
+};
+
+// One attention layer's paged KV cache: K and V pages [n_pages, n_kv_heads, kPageSize, head_dim] bf16;
+// page_table [max_slots, pages_per_slot] maps (slot, position / kPageSize) to a page.
+struct KvCacheView {
+  void* k_pages = nullptr;
+  void* v_pages = nullptr;
+  const int32_t* page_table = nullptr;
+  int32_t pages_per_slot = 0, n_kv_heads = 0, head_dim = 0, unused = 0;
+};
+
+// ---- copies (copy.cu) ----
+void LaunchMemcpy(cudaStream_t s, void* dst, const void* src, size_t bytes);  // any direction
+void LaunchMemset(cudaStream_t s, void* dst, size_t bytes);                   // zeros
+// dst rows of width_bytes, from src rows: a strided 2-D copy (SliceColumns).
+void LaunchCopy2D(cudaStream_t s, void* dst, size_t dst_pitch, const void* src, size_t src_pitch, size_t width_bytes,
+                  size_t rows);
+// out[i, :] = table[ids[i], :] (zeros for an id outside [0, vocab)). out is act [n, h].
+void LaunchEmbedding(cudaStream_t s, const int32_t* ids, int64_t n, const void* table, int table_dtype, int64_t vocab,
+                     int64_t h, void* out, int out_dtype);
+// n bf16 values, uniform in [-scale, scale), deterministic in seed (benchmark inputs).
+void LaunchFillRandomBf16(cudaStream_t s, void* data, int64_t n, uint64_t seed, float scale);
+// Returns cudaSuccess when this build has kernels for the current device.
+cudaError_t ProbeKernelImage();
+// out[i, :] = x[rows[i], :], rows of row_bytes bytes (a multiple of 2).
+void LaunchGatherRows(cudaStream_t s, const void* x, const int32_t* rows, int64_t n_rows, int64_t row_bytes,
+                      void* out);
+
+// ---- elementwise (elementwise.cu) ----
+enum BinaryOp : int { kOpAdd = 0, kOpSiluMul = 1, kOpSigmoidMul = 2 };
+// out = a + b | silu(a) * b | a * sigmoid(b), n elements of act dtype (out may alias a or b).
+void LaunchBinary(cudaStream_t s, int op, int dtype, const void* a, const void* b, void* out, int64_t n);
+// acc[r, :] += sigmoid(gate_logit[r]) * x[r, :].
+void LaunchAddSigmoidGated(cudaStream_t s, int dtype, void* acc, const void* x, const float* gate_logit, int64_t rows,
+                           int64_t cols);
+
+// ---- norms (norm.cu) ----
+// out[r] = x[r] * rsqrt(mean(x[r]^2) + eps) * (w + w_offset). out may alias x.
+void LaunchRmsNorm(cudaStream_t s, int dtype, const void* x, const void* w, int w_dtype, float eps, float w_offset,
+                   void* out, int64_t rows, int64_t d);
+// out[r] = x[r] * rsqrt(mean(x[r]^2) + eps) * w * silu(z[r]).
+void LaunchGatedRmsNorm(cudaStream_t s, int dtype, const void* x, const void* z, const void* w, int w_dtype, float eps,
+                        void* out, int64_t rows, int64_t d);
+
+// ---- rotary embedding (rope.cu) ----
+// In place on x [n, heads, d]: rotate-half RoPE of dims [0, 2 * half) at positions token_pos.
+void LaunchRope(cudaStream_t s, int dtype, void* x, const int32_t* token_pos, int64_t n, int64_t heads, int64_t d,
+                const float* inv_freq, int64_t half, float scale);
+
+// ---- matrix products ----
+// Up to 4 products that share x, computed in one pass: out_i [n, rows_i] = x [n, k] @ w_i [rows_i, k]^T,
+// bf16 x and w, out bf16 or f32. n <= 16, k % 8 == 0, x and w 16-byte aligned (gemv.cu).
+struct GemvSegment {
+  const void* w = nullptr;
+  void* out = nullptr;
+  int64_t rows = 0;
+  int32_t out_dtype = kBF16, unused = 0;
+};
+struct GemvBatch {
+  GemvSegment seg[4];
+  const void* x = nullptr;
+  int64_t n = 0, k = 0;
+  int32_t n_segments = 0, unused = 0;
+};
+constexpr int kGemvMaxTokens = 16;
+void LaunchGemv(cudaStream_t s, GemvBatch batch);
+// Any dtypes, tiled on CUDA cores: the fallback for f32/f16 weights and odd shapes (gemm_simt.cu).
+void LaunchGemmSimt(cudaStream_t s, const void* x, int x_dtype, const void* w, int w_dtype, void* out, int out_dtype,
+                    int64_t n, int64_t m, int64_t k);
+
+// ---- attention (kv_cache.cu, attention_decode.cu, attention_prefill.cu) ----
+// Writes k, v [n_tokens, n_kv_heads, head_dim] (act dtype bf16) into the cache at each token's position.
+void LaunchKvAppend(cudaStream_t s, DeviceLayout layout, KvCacheView kv, const void* k, const void* v);
+// Split-KV attention for any layout: each (token, KV head, split) block attends to keys
+// [split * chunk, min((split + 1) * chunk, pos + 1)) and leaves an unnormalised partial result:
+// ws_o [n_tokens, n_heads, n_splits, head_dim], ws_ml [n_tokens, n_heads, n_splits, 2] (max, sum).
+void LaunchAttentionSplit(cudaStream_t s, DeviceLayout layout, KvCacheView kv, const void* q, int32_t n_heads,
+                          float scale, int32_t n_splits, int32_t chunk, float* ws_o, float* ws_ml);
+// out [n_tokens, n_heads, head_dim] (bf16) from the partial results.
+void LaunchAttentionCombine(cudaStream_t s, int32_t n_tokens, int32_t n_heads, int32_t head_dim, int32_t n_splits,
+                            const float* ws_o, const float* ws_ml, void* out);
+// Flash attention over query tiles (layout.tiles), tensor cores; head_dim % 8 == 0 and <= 256.
+void LaunchAttentionFlash(cudaStream_t s, DeviceLayout layout, KvCacheView kv, const void* q, int32_t n_heads,
+                          float scale, void* out);
+// Raises the dynamic shared-memory limits of the attention kernels (once per device, before use);
+// max_smem_optin: the device's cudaDevAttrMaxSharedMemoryPerBlockOptin.
+void ConfigureAttentionKernels(size_t max_smem_optin);
+// Whether the flash kernel takes this head_dim on a device with that shared-memory limit.
+bool FlashAttentionFits(int head_dim, size_t max_smem_optin);
+// Bytes of dynamic shared memory LaunchAttentionSplit needs per block.
+size_t AttentionSplitSmemBytes(int group, int head_dim);
+
+// ---- Gated DeltaNet (gdn.cu) ----
+// state: this layer's conv state of slot 0, [kernel - 1, channels] f32; slot s's is at state + s * slot_stride.
+// x, out act [n, channels].
+void LaunchCausalConv1d(cudaStream_t s, DeviceLayout layout, const void* x, const void* w, int w_dtype, float* state,
+                        int64_t slot_stride, int32_t channels, int32_t kernel, void* out);
+void LaunchGdnGates(cudaStream_t s, const void* a, const void* b, const void* a_log, int a_log_dtype,
+                    const void* dt_bias, int dt_bias_dtype, float* g, float* beta, int64_t n, int64_t nv);
+// state: this layer's recurrent state of slot 0, [nv, dk, dv] f32; slot s's is at state + s * slot_stride.
+void LaunchGatedDeltaRule(cudaStream_t s, DeviceLayout layout, const void* q, const void* k, const void* v,
+                          const float* g, const float* beta, float* state, int64_t slot_stride, int32_t nk,
+                          int32_t nv, int32_t dk, int32_t dv, void* out);
+
+// ---- mixture of experts (moe.cu) ----
+void LaunchMoeRouting(cudaStream_t s, const float* logits, int64_t n, int32_t n_experts, int32_t top_k,
+                      int32_t normalize, float* weights, int32_t* ids);
+// Device arrays of per-expert weight pointers: gate and up [inter, hidden], down [hidden, inter].
+struct ExpertTable {
+  const void* const* gate = nullptr;
+  const void* const* up = nullptr;
+  const void* const* down = nullptr;
+  int32_t dtype = kBF16, n_experts = 0;
+  int64_t inter = 0, hidden = 0;
+};
+// act: scratch f32 [n, top_k, inter]. x, out act bf16 [n, hidden].
+void LaunchMoeExperts(cudaStream_t s, const void* x, const float* weights, const int32_t* ids, int64_t n,
+                      int32_t top_k, ExpertTable experts, float* act, void* out);
+
+// ---- sampling-side reductions (sampling.cu); logits f32 [rows, cols] ----
+void LaunchArgmaxRows(cudaStream_t s, const float* logits, int64_t rows, int64_t cols, int32_t* ids);
+// The k largest per row, descending, ties to the lower index. k <= 256.
+void LaunchTopKRows(cudaStream_t s, const float* logits, int64_t rows, int64_t cols, int32_t k, float* values,
+                    int32_t* ids);
+void LaunchLogSumExpRows(cudaStream_t s, const float* logits, int64_t rows, int64_t cols, float* out);
+
+}  // namespace infernix::cuda

@@ -1,0 +1,95 @@
+// RMSNorm (plain weight or 1 + w), and the gated RMSNorm of Gated DeltaNet: one warp per row, the
+// sum of squares in f32, then a second pass over the row (from L1) that scales and stores.
+#include "backend/cuda/device_util.cuh"
+
+namespace infernix::cuda {
+namespace {
+
+constexpr int kRowsPerBlock = 4;
+
+template <typename T, bool kVec, bool kGated>
+__global__ void __launch_bounds__(32 * kRowsPerBlock)
+    RmsNormKernel(const T* x, const T* z, const void* w, int w_dtype, float eps, float w_offset, T* out, int64_t rows,
+                  int64_t d) {
+  int64_t row = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + (threadIdx.x >> 5);
+  int lane = threadIdx.x & 31;
+  if (row >= rows) return;
+  const T* xr = x + row * d;
+  const T* zr = kGated ? z + row * d : nullptr;
+  T* yr = out + row * d;
+  float ss = 0;
+  if constexpr (kVec) {
+    for (int64_t i = lane * 8; i < d; i += 256) {
+      float v[8];
+      Load8(xr + i, v);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) ss += v[j] * v[j];
+    }
+  } else {
+    for (int64_t i = lane; i < d; i += 32) {
+      float v = ToF(xr[i]);
+      ss += v * v;
+    }
+  }
+  ss = WarpSum(ss);
+  const float inv = 1.0f / sqrtf(ss / static_cast<float>(d) + eps);
+  if constexpr (kVec) {
+    for (int64_t i = lane * 8; i < d; i += 256) {
+      float v[8], zv[8];
+      Load8(xr + i, v);
+      if constexpr (kGated) Load8(zr + i, zv);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        float wv = LoadF(w, w_dtype, i + j) + w_offset;
+        v[j] = kGated ? wv * (v[j] * inv) * SiluF(zv[j]) : v[j] * inv * wv;
+      }
+      Store8(yr + i, v);
+    }
+  } else {
+    for (int64_t i = lane; i < d; i += 32) {
+      float v = ToF(xr[i]);
+      float wv = LoadF(w, w_dtype, i) + w_offset;
+      yr[i] = FromF<T>(kGated ? wv * (v * inv) * SiluF(ToF(zr[i])) : v * inv * wv);
+    }
+  }
+}
+
+template <typename T, bool kGated>
+void Launch(cudaStream_t s, const void* x, const void* z, const void* w, int w_dtype, float eps, float w_offset,
+            void* out, int64_t rows, int64_t d) {
+  unsigned blocks = Blocks(rows, kRowsPerBlock);
+  bool vec = d % 8 == 0 && Aligned16(x) && Aligned16(out) && (!kGated || Aligned16(z));
+  const T* xt = static_cast<const T*>(x);
+  const T* zt = static_cast<const T*>(z);
+  T* ot = static_cast<T*>(out);
+  if (vec) {
+    RmsNormKernel<T, true, kGated><<<blocks, 32 * kRowsPerBlock, 0, s>>>(xt, zt, w, w_dtype, eps, w_offset, ot, rows, d);
+  } else {
+    RmsNormKernel<T, false, kGated><<<blocks, 32 * kRowsPerBlock, 0, s>>>(xt, zt, w, w_dtype, eps, w_offset, ot, rows, d);
+  }
+  INFX_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+
+void LaunchRmsNorm(cudaStream_t s, int dtype, const void* x, const void* w, int w_dtype, float eps, float w_offset,
+                   void* out, int64_t rows, int64_t d) {
+  if (rows <= 0) return;
+  if (dtype == kBF16) {
+    Launch<bf16, false>(s, x, nullptr, w, w_dtype, eps, w_offset, out, rows, d);
+  } else {
+    Launch<float, false>(s, x, nullptr, w, w_dtype, eps, w_offset, out, rows, d);
+  }
+}
+
+void LaunchGatedRmsNorm(cudaStream_t s, int dtype, const void* x, const void* z, const void* w, int w_dtype, float eps,
+                        void* out, int64_t rows, int64_t d) {
+  if (rows <= 0) return;
+  if (dtype == kBF16) {
+    Launch<bf16, true>(s, x, z, w, w_dtype, eps, 0.0f, out, rows, d);
+  } else {
+    Launch<float, true>(s, x, z, w, w_dtype, eps, 0.0f, out, rows, d);
+  }
+}
+
+}  // namespace infernix::cuda

@@ -1,0 +1,195 @@
+// CPU-vs-CUDA tests of the elementwise, norm, RoPE, copy and sampling ops at model-sized shapes.
+#include <algorithm>
+#include <numeric>
+
+#include "backend/cuda/test_util.h"
+
+namespace infernix {
+namespace {
+
+using cuda_test::ExpectClose;
+using cuda_test::Rand;
+using cuda_test::Rig;
+
+// bf16 outputs of f32 math: one rounding (2^-9 relative) on top of the oracle.
+constexpr double kBf16L2 = 4e-3, kBf16Max = 8e-3;
+
+TEST(CudaOps, EmbeddingCopiesRowsExactly) {
+  INFX_REQUIRE_GPU();
+  Rig rig;
+  const int64_t vocab = 8192, h = 2048;
+  auto table = rig.Weight(DType::kBF16, {vocab, h}, Rand(vocab * h, 1));
+  std::vector<int32_t> ids = {0, 8191, 17, 17, 4096, 1, 5000};
+  auto id = rig.I32({7}, ids);
+  auto out = rig.Out({7, h});
+  rig.cpu.Embedding(id.cpu, table.cpu, out.cpu);
+  rig.gpu.Embedding(id.gpu, table.gpu, out.gpu);
+  EXPECT_EQ(rig.Gpu(out.gpu), Rig::Cpu(out.cpu));
+}
+
+TEST(CudaOps, RmsNormBothConventionsAndShapes) {
+  INFX_REQUIRE_GPU();
+  Rig rig;
+  struct Case {
+    int64_t rows, d;
+    DType w_dtype;
+    bool unit_offset;
+  };
+  for (Case c : {Case{7, 4096, DType::kBF16, false}, Case{5, 2048, DType::kBF16, true}, Case{64 * 8, 128, DType::kBF16, false},
+                 Case{3, 100, DType::kF32, true}, Case{1, 5120, DType::kF32, false}}) {
+    auto x = rig.Act({c.rows, c.d}, Rand(c.rows * c.d, c.d + c.rows, -3, 3));
+    auto w = rig.Weight(c.w_dtype, {c.d}, Rand(c.d, 7 + c.d, 0.5f, 1.5f));
+    auto out = rig.Out({c.rows, c.d});
+    rig.cpu.RmsNorm(x.cpu, w.cpu, 1e-6f, c.unit_offset, out.cpu);
+    rig.gpu.RmsNorm(x.gpu, w.gpu, 1e-6f, c.unit_offset, out.gpu);
+    ExpectClose(rig.Gpu(out.gpu), Rig::Cpu(out.cpu), kBf16L2, kBf16Max,
+                "RmsNorm " + std::to_string(c.rows) + "x" + std::to_string(c.d) + (c.unit_offset ? " 1+w" : " w"));
+  }
+  // In place (q/k norm).
+  auto x = rig.Act({256, 128}, Rand(256 * 128, 99, -2, 2));
+  auto w = rig.Weight(DType::kBF16, {128}, Rand(128, 98, -0.2f, 0.2f));
+  rig.cpu.RmsNorm(x.cpu, w.cpu, 1e-6f, true, x.cpu);
+  rig.gpu.RmsNorm(x.gpu, w.gpu, 1e-6f, true, x.gpu);
+  ExpectClose(rig.Gpu(x.gpu), Rig::Cpu(x.cpu), kBf16L2, kBf16Max, "RmsNorm in place");
+}
+
+TEST(CudaOps, GatedRmsNorm) {
+  INFX_REQUIRE_GPU();
+  Rig rig;
+  for (int64_t d : {128, 16, 36}) {
+    const int64_t rows = 7 * 32;
+    auto x = rig.Act({rows, d}, Rand(rows * d, 3 + d, -2, 2));
+    auto z = rig.Act({rows, d}, Rand(rows * d, 4 + d, -4, 4));
+    auto w = rig.Weight(DType::kBF16, {d}, Rand(d, 5 + d, 0.5f, 1.5f));
+    auto out = rig.Out({rows, d});
+    rig.cpu.GatedRmsNorm(x.cpu, z.cpu, w.cpu, 1e-6f, out.cpu);
+    rig.gpu.GatedRmsNorm(x.gpu, z.gpu, w.gpu, 1e-6f, out.gpu);
+    ExpectClose(rig.Gpu(out.gpu), Rig::Cpu(out.cpu), kBf16L2, kBf16Max, "GatedRmsNorm d=" + std::to_string(d));
+  }
+}
+
+TEST(CudaOps, ElementwiseOps) {
+  INFX_REQUIRE_GPU();
+  Rig rig;
+  for (int64_t n : {int64_t{7} * 12288, int64_t{1001}, int64_t{3}}) {
+    auto a = rig.Act({n}, Rand(n, 10 + n, -6, 6));
+    auto b = rig.Act({n}, Rand(n, 11 + n, -6, 6));
+    std::string sz = " n=" + std::to_string(n);
+    for (int op = 0; op < 3; ++op) {
+      auto out = rig.Out({n});
+      if (op == 0) {
+        rig.cpu.Add(a.cpu, b.cpu, out.cpu);
+        rig.gpu.Add(a.gpu, b.gpu, out.gpu);
+      } else if (op == 1) {
+        rig.cpu.SiluMul(a.cpu, b.cpu, out.cpu);
+        rig.gpu.SiluMul(a.gpu, b.gpu, out.gpu);
+      } else {
+        rig.cpu.SigmoidMul(a.cpu, b.cpu, out.cpu);
+        rig.gpu.SigmoidMul(a.gpu, b.gpu, out.gpu);
+      }
+      ExpectClose(rig.Gpu(out.gpu), Rig::Cpu(out.cpu), kBf16L2, kBf16Max,
+                  std::string(op == 0 ? "Add" : op == 1 ? "SiluMul" : "SigmoidMul") + sz);
+    }
+    // Aliased output (the models write gate = silu(gate) * up, hidden += x).
+    rig.cpu.SiluMul(a.cpu, b.cpu, a.cpu);
+    rig.gpu.SiluMul(a.gpu, b.gpu, a.gpu);
+    ExpectClose(rig.Gpu(a.gpu), Rig::Cpu(a.cpu), kBf16L2, kBf16Max, "SiluMul in place" + sz);
+  }
+}
+
+TEST(CudaOps, AddSigmoidGated) {
+  INFX_REQUIRE_GPU();
+  Rig rig;
+  const int64_t n = 9, h = 2048;
+  auto acc = rig.Act({n, h}, Rand(n * h, 20, -2, 2));
+  auto x = rig.Act({n, h}, Rand(n * h, 21, -2, 2));
+  auto gate = rig.F32({n, 1}, Rand(n, 22, -5, 5));
+  rig.cpu.AddSigmoidGated(acc.cpu, x.cpu, gate.cpu);
+  rig.gpu.AddSigmoidGated(acc.gpu, x.gpu, gate.gpu);
+  ExpectClose(rig.Gpu(acc.gpu), Rig::Cpu(acc.cpu), kBf16L2, kBf16Max, "AddSigmoidGated");
+}
+
+TEST(CudaOps, SliceColumnsAndGatherRowsAreExact) {
+  INFX_REQUIRE_GPU();
+  Rig rig;
+  const int64_t rows = 7 * 16, cols = 256;
+  auto x = rig.Act({rows, cols}, Rand(rows * cols, 30));
+  for (int64_t begin : {int64_t{0}, int64_t{128}, int64_t{3}}) {
+    auto out = rig.Out({rows, 125});
+    rig.cpu.SliceColumns(x.cpu, begin, out.cpu);
+    rig.gpu.SliceColumns(x.gpu, begin, out.gpu);
+    EXPECT_EQ(rig.Gpu(out.gpu), Rig::Cpu(out.cpu)) << "begin " << begin;
+  }
+  auto big = rig.Act({20, 4096}, Rand(20 * 4096, 31));
+  std::vector<int32_t> pick = {19, 0, 5, 5};
+  auto out = rig.Out({4, 4096});
+  rig.cpu.GatherRows(big.cpu, pick, out.cpu);
+  rig.gpu.GatherRows(big.gpu, pick, out.gpu);
+  EXPECT_EQ(rig.Gpu(out.gpu), Rig::Cpu(out.cpu));
+  auto f32 = rig.F32({6, 3}, Rand(18, 32));  // odd row bytes: the 4-byte path
+  auto out32 = rig.Out({2, 3}, DType::kF32);
+  rig.cpu.GatherRows(f32.cpu, {5, 1}, out32.cpu);
+  rig.gpu.GatherRows(f32.gpu, {5, 1}, out32.gpu);
+  EXPECT_EQ(rig.Gpu(out32.gpu), Rig::Cpu(out32.cpu));
+}
+
+TEST(CudaOps, RopeFullAndPartialAtLargePositions) {
+  INFX_REQUIRE_GPU();
+  Rig rig;
+  struct Case {
+    int64_t heads, d, half;
+    double theta;
+    float scale;
+  };
+  for (Case c : {Case{32, 128, 64, 1e6, 1.0f}, Case{16, 256, 32, 1e7, 1.0f}, Case{4, 64, 8, 1e4, 1.2f}}) {
+    BatchLayout layout = cuda_test::MakeLayout({{0, 5, 0}, {1, 1, 40000}, {2, 3, 4093}});
+    const int64_t n = layout.n_tokens;
+    std::vector<float> inv(static_cast<size_t>(c.half));
+    for (int64_t i = 0; i < c.half; ++i)
+      inv[static_cast<size_t>(i)] = static_cast<float>(1.0 / std::pow(c.theta, 2.0 * i / (2.0 * c.half)));
+    auto inv_freq = rig.F32({c.half}, inv);
+    auto x = rig.Act({n, c.heads, c.d}, Rand(n * c.heads * c.d, 40 + c.d, -2, 2));
+    rig.cpu.Rope(x.cpu, layout, inv_freq.cpu, c.scale);
+    rig.gpu.Rope(x.gpu, layout, inv_freq.gpu, c.scale);
+    ExpectClose(rig.Gpu(x.gpu), Rig::Cpu(x.cpu), kBf16L2, 1.5e-2, "Rope d=" + std::to_string(c.d) + " rotary " +
+                                                                     std::to_string(2 * c.half));
+  }
+}
+
+TEST(CudaSampling, ArgmaxTopKLogSumExp) {
+  INFX_REQUIRE_GPU();
+  Rig rig;
+  const int64_t rows = 3, vocab = 151936;
+  std::vector<float> logits = Rand(rows * vocab, 50, -20, 20);
+  logits[100] = logits[200] = 30.0f;                 // row 0: a tie, lower index wins
+  logits[vocab + vocab - 1] = 40.0f;                 // row 1: the last index
+  for (int64_t i = 0; i < 50; ++i) logits[2 * vocab + 7 * i] = 25.0f;  // row 2: 50-way tie
+  auto l = rig.F32({rows, vocab}, logits);
+  const int k = 40;
+  auto ids = rig.gpu.Scratch(DType::kI32, {rows});
+  auto top_v = rig.gpu.Scratch(DType::kF32, {rows, k});
+  auto top_i = rig.gpu.Scratch(DType::kI32, {rows, k});
+  auto lse = rig.gpu.Scratch(DType::kF32, {rows});
+  rig.gpu.ArgmaxRows(l.gpu, ids);
+  rig.gpu.TopKRows(l.gpu, k, top_v, top_i);
+  rig.gpu.LogSumExpRows(l.gpu, lse);
+  std::vector<float> got_ids = rig.Gpu(ids), got_v = rig.Gpu(top_v), got_i = rig.Gpu(top_i), got_lse = rig.Gpu(lse);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* row = logits.data() + r * vocab;
+    std::vector<int32_t> order(static_cast<size_t>(vocab));
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return row[a] > row[b]; });
+    EXPECT_EQ(static_cast<int32_t>(got_ids[static_cast<size_t>(r)]), order[0]) << "row " << r;
+    for (int j = 0; j < k; ++j) {
+      EXPECT_EQ(static_cast<int32_t>(got_i[static_cast<size_t>(r * k + j)]), order[static_cast<size_t>(j)])
+          << "row " << r << " rank " << j;
+      EXPECT_EQ(got_v[static_cast<size_t>(r * k + j)], row[order[static_cast<size_t>(j)]]);
+    }
+    double mx = *std::max_element(row, row + vocab), sum = 0;
+    for (int64_t i = 0; i < vocab; ++i) sum += std::exp(static_cast<double>(row[i]) - mx);
+    EXPECT_NEAR(got_lse[static_cast<size_t>(r)], mx + std::log(sum), 1e-4 * std::fabs(mx + std::log(sum)));
+  }
+}
+
+}  // namespace
+}  // namespace infernix

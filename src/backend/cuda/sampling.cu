@@ -1,0 +1,112 @@
+// Sampling-side reductions over f32 logit rows, one block per row: argmax, the top-k candidates
+// (descending, ties to the lower index; top-p is applied by the caller over these), and logsumexp for
+// log-probabilities. Ties always go to the lower index, as torch.argmax does.
+#include <cfloat>
+#include <cmath>
+
+#include "backend/cuda/device_util.cuh"
+
+namespace infernix::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+struct Best {
+  float v;
+  int i;
+};
+
+__device__ __forceinline__ Best Better(Best a, Best b) {
+  // NaN never wins; equal values go to the lower index.
+  if (isnan(b.v)) return a;
+  if (isnan(a.v)) return b;
+  if (b.v > a.v || (b.v == a.v && b.i < a.i)) return b;
+  return a;
+}
+
+__device__ __forceinline__ Best BlockBest(Best b, Best* shared) {
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) {
+    Best o{__shfl_xor_sync(0xffffffffu, b.v, off), __shfl_xor_sync(0xffffffffu, b.i, off)};
+    b = Better(b, o);
+  }
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  __syncthreads();
+  if (lane == 0) shared[warp] = b;
+  __syncthreads();
+  Best r = shared[0];
+  for (int w = 1; w < kThreads / 32; ++w) r = Better(r, shared[w]);
+  return r;
+}
+
+__global__ void __launch_bounds__(kThreads) ArgmaxKernel(const float* logits, int64_t cols, int32_t* ids) {
+  __shared__ Best shared[kThreads / 32];
+  const float* row = logits + static_cast<int64_t>(blockIdx.x) * cols;
+  Best b{-INFINITY, INT32_MAX};
+  for (int64_t i = threadIdx.x; i < cols; i += kThreads) b = Better(b, Best{row[i], static_cast<int>(i)});
+  b = BlockBest(b, shared);
+  if (threadIdx.x == 0) ids[blockIdx.x] = b.i == INT32_MAX ? 0 : b.i;
+}
+
+// k rounds of a block argmax, each excluding what earlier rounds took (a strict order on (value, index)).
+__global__ void __launch_bounds__(kThreads)
+    TopKKernel(const float* logits, int64_t cols, int k, float* values, int32_t* ids) {
+  __shared__ Best shared[kThreads / 32];
+  const float* row = logits + static_cast<int64_t>(blockIdx.x) * cols;
+  Best prev{INFINITY, -1};  // everything strictly "after" prev in the order is still available
+  for (int j = 0; j < k; ++j) {
+    Best b{-INFINITY, INT32_MAX};
+    for (int64_t i = threadIdx.x; i < cols; i += kThreads) {
+      float v = row[i];
+      bool after = v < prev.v || (v == prev.v && static_cast<int>(i) > prev.i);
+      if (after && !isnan(v)) b = Better(b, Best{v, static_cast<int>(i)});
+    }
+    b = BlockBest(b, shared);
+    if (threadIdx.x == 0) {
+      values[static_cast<int64_t>(blockIdx.x) * k + j] = b.v;
+      ids[static_cast<int64_t>(blockIdx.x) * k + j] = b.i == INT32_MAX ? -1 : b.i;
+    }
+    prev = b;
+  }
+}
+
+__global__ void __launch_bounds__(kThreads) LogSumExpKernel(const float* logits, int64_t cols, float* out) {
+  __shared__ float shared[32];
+  const float* row = logits + static_cast<int64_t>(blockIdx.x) * cols;
+  float mx = -INFINITY;
+  for (int64_t i = threadIdx.x; i < cols; i += kThreads) mx = fmaxf(mx, row[i]);
+  mx = WarpMax(mx);
+  __syncthreads();
+  if ((threadIdx.x & 31) == 0) shared[threadIdx.x >> 5] = mx;
+  __syncthreads();
+  mx = shared[0];
+  for (int w = 1; w < kThreads / 32; ++w) mx = fmaxf(mx, shared[w]);
+  float sum = 0;
+  if (mx != -INFINITY)
+    for (int64_t i = threadIdx.x; i < cols; i += kThreads) sum += expf(row[i] - mx);
+  sum = BlockSum(sum, shared);
+  if (threadIdx.x == 0) out[blockIdx.x] = mx == -INFINITY ? -INFINITY : mx + logf(sum);
+}
+
+}  // namespace
+
+void LaunchArgmaxRows(cudaStream_t s, const float* logits, int64_t rows, int64_t cols, int32_t* ids) {
+  if (rows == 0) return;
+  ArgmaxKernel<<<static_cast<unsigned>(rows), kThreads, 0, s>>>(logits, cols, ids);
+  INFX_CUDA_CHECK_LAUNCH();
+}
+
+void LaunchTopKRows(cudaStream_t s, const float* logits, int64_t rows, int64_t cols, int32_t k, float* values,
+                    int32_t* ids) {
+  if (rows == 0 || k == 0) return;
+  TopKKernel<<<static_cast<unsigned>(rows), kThreads, 0, s>>>(logits, cols, k, values, ids);
+  INFX_CUDA_CHECK_LAUNCH();
+}
+
+void LaunchLogSumExpRows(cudaStream_t s, const float* logits, int64_t rows, int64_t cols, float* out) {
+  if (rows == 0) return;
+  LogSumExpKernel<<<static_cast<unsigned>(rows), kThreads, 0, s>>>(logits, cols, out);
+  INFX_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace infernix::cuda
