@@ -83,6 +83,8 @@ struct ExpertWeights {
   std::vector<Tensor> gate, up, down;
 };
 
+// Thread-safety: a backend, its scratch memory and the states it made are used by one thread at a
+// time (the engine thread that owns the model); run independent models on independent backends.
 class Backend {
  public:
   virtual ~Backend() = default;

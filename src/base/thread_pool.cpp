@@ -27,6 +27,7 @@ void ThreadPool::ParallelFor(size_t n, size_t grain, const std::function<void(si
     return;
   }
   size_t chunk = (n + n_tasks - 1) / n_tasks;
+  std::lock_guard<std::mutex> call(call_mutex_);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     job_ = &fn;

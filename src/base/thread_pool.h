@@ -24,13 +24,15 @@ class ThreadPool {
   size_t size() const { return workers_.size() + 1; }
 
   // Calls fn(begin, end) over disjoint ranges covering [0, n), at least `grain` items each (except
-  // the last). Blocks until all are done. Not reentrant: fn must not call ParallelFor.
+  // the last). Blocks until all are done. Calls from several threads run one after another (the
+  // pool is shared by everything using one backend); not reentrant: fn must not call ParallelFor.
   void ParallelFor(size_t n, size_t grain, const std::function<void(size_t, size_t)>& fn);
 
  private:
   void WorkerLoop(size_t index);
 
   std::vector<std::thread> workers_;
+  std::mutex call_mutex_;  // one ParallelFor at a time
   std::mutex mutex_;
   std::condition_variable wake_;
   std::condition_variable done_;

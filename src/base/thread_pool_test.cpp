@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <thread>
 #include <vector>
 
 namespace infernix {
@@ -29,6 +30,20 @@ TEST(ThreadPool, ReusableAcrossManyLoops) {
       for (size_t i = b; i < e; ++i) sum += static_cast<long>(i);
     });
   EXPECT_EQ(sum.load(), 200L * (63 * 64 / 2));
+}
+
+TEST(ThreadPool, ConcurrentCallersAreSerialisedSafely) {
+  ThreadPool pool(3);
+  std::atomic<long> sum{0};
+  auto work = [&] {
+    for (int round = 0; round < 300; ++round)
+      pool.ParallelFor(50, 1, [&](size_t b, size_t e) { sum += static_cast<long>(e - b); });
+  };
+  std::thread a(work), b(work);
+  work();
+  a.join();
+  b.join();
+  EXPECT_EQ(sum.load(), 3L * 300 * 50);
 }
 
 }  // namespace

@@ -15,8 +15,6 @@ Json ParseRequestBody(const std::string& body) {
   return j;
 }
 
-std::string DumpJson(const Json& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
-
 std::string DescribeJsonType(const Json& v) {
   switch (v.type()) {
     case Json::value_t::null: return "null";

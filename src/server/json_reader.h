@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "chat/output/tool_schema.h"  // DumpJson: compact, key order kept, bad UTF-8 replaced
 #include "server/api_error.h"
 
 namespace infernix {
@@ -17,8 +18,6 @@ using Json = nlohmann::ordered_json;
 
 // Parses a request body; malformed JSON is a 400 giving the byte position.
 Json ParseRequestBody(const std::string& body);
-// Serialises for the wire; invalid UTF-8 in strings is replaced, never an exception.
-std::string DumpJson(const Json& j);
 // "a string", "an array", ... for messages.
 std::string DescribeJsonType(const Json& v);
 
