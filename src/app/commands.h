@@ -17,6 +17,7 @@ namespace infernix {
 void RegisterModelCommands(CLI::App& app);      // logits, generate           (cmd_model.cpp)
 void RegisterTokenizerCommands(CLI::App& app);  // tokenize, detokenize       (cmd_tokenizer.cpp)
 void RegisterRenderCommand(CLI::App& app);      // render                     (cmd_render.cpp)
+void RegisterServeCommand(CLI::App& app);       // serve                      (cmd_serve.cpp)
 void RegisterBenchCommand(CLI::App& app);       // bench                      (cmd_bench.cpp)
 
 // The files of the model named by --model: a folder on disk, or the embedded default model when

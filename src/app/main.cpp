@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   infernix::RegisterModelCommands(app);
   infernix::RegisterTokenizerCommands(app);
   infernix::RegisterRenderCommand(app);
+  infernix::RegisterServeCommand(app);
   infernix::RegisterBenchCommand(app);
   try {
     app.parse(argc, argv);

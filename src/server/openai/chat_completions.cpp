@@ -13,6 +13,7 @@ struct ChatCompletion {
   GenerationRequest generation;
   bool stream = false;
   bool include_usage = false;
+  bool return_token_ids = false;  // extension: the generated token ids in choices[0].token_ids
 };
 
 ChatCompletion ParseChatCompletion(const ModelService& service, const Json& body_json) {
@@ -25,6 +26,7 @@ ChatCompletion ParseChatCompletion(const ModelService& service, const Json& body
   c.generation = DefaultGenerationRequest(service);
   ParseOpenAiSampling(body, service, c.generation, {"max_completion_tokens", "max_tokens"});
   c.stream = body.Bool("stream").value_or(false);
+  c.return_token_ids = body.Bool("return_token_ids").value_or(false);
   if (const Json* so = body.Object("stream_options"))
     c.include_usage = JsonReader(*so, "stream_options").Bool("include_usage").value_or(false);
   if (const Json* rf = body.Object("response_format")) {
@@ -59,6 +61,12 @@ Json ToolCallDeltaJson(const ToolCallDelta& d) {
   return j;
 }
 
+Json TokenIds(const std::vector<TokenOutput>& tokens) {
+  Json ids = Json::array();
+  for (const auto& t : tokens) ids.push_back(t.token);
+  return ids;
+}
+
 Json Message(const RunResult& r) {
   Json message = {{"role", "assistant"}, {"content", nullptr}};
   if (!r.output.content.empty() || r.output.tool_calls.empty()) message["content"] = r.output.content;
@@ -80,6 +88,7 @@ void HandleChatCompletions(ModelService& service, const httplib::Request& req, h
   PreparedPrompt prompt = PrepareChatPrompt(service, c.input);
   c.generation.prompt = prompt.ids;
   bool want_logprobs = c.generation.sampling.logprobs;
+  bool want_ids = c.return_token_ids;
   auto run = std::make_shared<GenerationRun>(service, std::move(c.generation), ChatParserOptions(c.input, prompt),
                                              prompt.forced_prefix);
   Json head = {{"id", RandomId("chatcmpl-")}, {"object", c.stream ? "chat.completion.chunk" : "chat.completion"},
@@ -87,13 +96,14 @@ void HandleChatCompletions(ModelService& service, const httplib::Request& req, h
   const Tokenizer* tok = &service.tokenizer();
 
   if (!c.stream) {
-    SendChunked(res, "application/json", [run, head, want_logprobs, tok](httplib::DataSink& sink) {
+    SendChunked(res, "application/json", [run, head, want_logprobs, want_ids, tok](httplib::DataSink& sink) {
       Json body;
       try {
         RunResult r = run->Pump(RunCallbacks{nullptr, [&sink] { return sink.is_writable(); }});
         if (r.finish_reason == FinishReason::kCancelled) return false;
         Json choice = {{"index", 0}, {"message", Message(r)}, {"logprobs", nullptr}, {"finish_reason", FinishReasonOf(r)}};
         if (want_logprobs) choice["logprobs"] = {{"content", LogprobsContent(*tok, r.tokens)}};
+        if (want_ids) choice["token_ids"] = TokenIds(r.tokens);
         body = head;
         body["choices"] = Json::array({choice});
         body["usage"] = Usage(r);
@@ -107,12 +117,19 @@ void HandleChatCompletions(ModelService& service, const httplib::Request& req, h
   }
 
   bool include_usage = c.include_usage;
-  SendChunked(res, "text/event-stream", [run, head, include_usage, want_logprobs, tok](httplib::DataSink& sink) {
+  SendChunked(res, "text/event-stream", [run, head, include_usage, want_logprobs, want_ids, tok](
+                                              httplib::DataSink& sink) {
     SseWriter sse(sink);
+    std::vector<TokenOutput> unreported;  // tokens not yet listed in a chunk's token_ids
     auto chunk = [&](Json delta, Json finish_reason, Json logprobs) {
       Json j = head;
-      j["choices"] = Json::array({{{"index", 0}, {"delta", std::move(delta)}, {"logprobs", std::move(logprobs)},
-                                   {"finish_reason", std::move(finish_reason)}}});
+      Json choice = {{"index", 0}, {"delta", std::move(delta)}, {"logprobs", std::move(logprobs)},
+                     {"finish_reason", std::move(finish_reason)}};
+      if (want_ids) {
+        choice["token_ids"] = TokenIds(unreported);
+        unreported.clear();
+      }
+      j["choices"] = Json::array({choice});
       if (include_usage) j["usage"] = nullptr;
       sse.Data(j);
     };
@@ -120,9 +137,11 @@ void HandleChatCompletions(ModelService& service, const httplib::Request& req, h
     try {
       RunResult r = run->Pump(RunCallbacks{
           [&](const OutputDelta& d, const std::vector<TokenOutput>& tokens) {
+            unreported.insert(unreported.end(), tokens.begin(), tokens.end());
             if (!d.reasoning.empty()) chunk({{"reasoning_content", d.reasoning}}, nullptr, nullptr);
             Json lp = want_logprobs && !tokens.empty() ? Json{{"content", LogprobsContent(*tok, tokens)}} : Json();
-            if (!d.content.empty() || !lp.is_null()) chunk({{"content", d.content}}, nullptr, lp);
+            if (!d.content.empty() || !lp.is_null() || (want_ids && !unreported.empty()))
+              chunk({{"content", d.content}}, nullptr, lp);
             if (!d.tool_calls.empty()) {
               Json calls = Json::array();
               for (const auto& t : d.tool_calls) calls.push_back(ToolCallDeltaJson(t));

@@ -1,0 +1,86 @@
+// Bad requests get the right status and the API's own error shape, and the server keeps serving.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import OpenAI from 'openai';
+import { startServer, modelName } from './server.js';
+
+let server;
+before(async () => {
+  server = await startServer(['--api-key', 'sekret', '--ctx-size', '256', '--max-body-bytes', '20000']);
+});
+after(async () => server?.stop());
+
+async function post(path, body, headers = {}) {
+  const res = await fetch(`${server.url}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: 'Bearer sekret', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+  return { status: res.status, body: await res.json() };
+}
+
+const hello = [{ role: 'user', content: 'hello' }];
+
+test('OpenAI error shapes', async () => {
+  let r = await post('/v1/chat/completions', '{"model": "x", "messages": [');
+  assert.equal(r.status, 400);
+  assert.equal(r.body.error.type, 'invalid_request_error');
+  assert.match(r.body.error.message, /malformed JSON/);
+
+  r = await post('/v1/chat/completions', { model: modelName, messages: hello, temperature: 'hot' });
+  assert.equal(r.status, 400);
+  assert.equal(r.body.error.param, 'temperature');
+
+  r = await post('/v1/chat/completions', { model: modelName });
+  assert.equal(r.status, 400);
+  assert.equal(r.body.error.param, 'messages');
+
+  r = await post('/v1/chat/completions', { model: modelName, messages: [{ role: 'user', content: 5 }] });
+  assert.equal(r.status, 400);
+  assert.equal(r.body.error.param, 'messages[0].content');
+
+  r = await post('/v1/chat/completions', { model: 'gpt-7', messages: hello });
+  assert.equal(r.status, 404);
+  assert.equal(r.body.error.code, 'model_not_found');
+
+  r = await post('/v1/chat/completions', { model: modelName, messages: hello, max_tokens: 1000 });
+  assert.equal(r.status, 400);
+  assert.match(r.body.error.message, /context is 256 tokens/);
+
+  r = await post('/v1/chat/completions', { model: modelName, messages: [{ role: 'user', content: 'x'.repeat(30000) }] });
+  assert.equal(r.status, 413);
+  assert.equal(r.body.error.code, 'request_too_large');
+
+  r = await post('/v1/chat/completions', { model: modelName, messages: hello }, { authorization: 'Bearer wrong' });
+  assert.equal(r.status, 401);
+  assert.equal(r.body.error.type, 'authentication_error');
+
+  r = await post('/v1/chat/completions', { model: modelName, messages: hello, tools: [{ type: 'function', function: { name: 'f' } }],
+    tool_choice: { type: 'function', function: { name: 'g' } } });
+  assert.equal(r.status, 400);
+  assert.match(r.body.error.message, /'g'/);
+
+  r = await post('/v1/nope', {});
+  assert.equal(r.status, 404);
+});
+
+test('Anthropic error shapes', async () => {
+  let r = await post('/v1/messages', '{oops');
+  assert.equal(r.status, 400);
+  assert.equal(r.body.type, 'error');
+  assert.equal(r.body.error.type, 'invalid_request_error');
+  r = await post('/v1/messages', { model: modelName, max_tokens: 4, messages: hello }, { authorization: '', 'x-api-key': 'bad' });
+  assert.equal(r.status, 401);
+  assert.equal(r.body.error.type, 'authentication_error');
+  r = await post('/v1/messages', { model: modelName, max_tokens: 4, messages: hello }, { authorization: '', 'x-api-key': 'sekret' });
+  assert.equal(r.status, 200);
+});
+
+test('the official client surfaces errors, and the server still serves', async () => {
+  const client = new OpenAI({ baseURL: server.baseURL, apiKey: 'sekret', maxRetries: 0 });
+  await assert.rejects(client.chat.completions.create({ model: modelName, messages: hello, top_p: 7 }),
+    (e) => e.status === 400 && e.param === 'top_p');
+  const ok = await client.chat.completions.create({ model: modelName, messages: hello, max_tokens: 3 });
+  assert.equal(ok.choices[0].finish_reason, 'length');
+  assert.ok(server.alive());
+});
