@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Quick start: installs dependencies, builds, and runs the main job on the embedded default model.
+# Quick start: installs dependencies, builds, and serves the embedded default model over the OpenAI
+# and Anthropic APIs on http://127.0.0.1:8080 (Ctrl-C stops it). Extra arguments go to
+# `infernix serve` (e.g. --model /path/to/Qwen3-8B --port 9000).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 bash scripts/build.sh release
-prompt="151644,872,198,7985,264,6386,38242,911,279,9396,13,151645,198,151644,77091,198,151667,271,151668,271"
-echo "+ build/release/bin/infernix generate --tokens $prompt --max-tokens 16"
-build/release/bin/infernix generate --tokens "$prompt" --max-tokens 16
+exec build/release/bin/infernix serve "$@"

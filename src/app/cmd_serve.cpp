@@ -6,6 +6,8 @@
 #include <memory>
 #include <thread>
 
+#include <toml++/toml.h>
+
 #include "app/commands.h"
 #include "base/error.h"
 #include "server/http_server.h"
@@ -17,7 +19,47 @@ namespace {
 struct ServeOptions {
   ServiceOptions service;
   ServerOptions server;
+  std::string config_path;
 };
+
+std::string TomlScalar(const toml::node& v, const std::string& path, const std::string& key) {
+  if (auto s = v.value<std::string>(); s && v.is_string()) return *s;
+  if (v.is_integer()) return std::to_string(*v.value<int64_t>());
+  if (v.is_floating_point()) return fmt::format("{}", *v.value<double>());
+  if (v.is_boolean()) return *v.value<bool>() ? "true" : "false";
+  ThrowError(ErrorCode::kInvalidArgument, "{}: '{}' must be a string, number or boolean (or an array of them)", path, key);
+}
+
+// Applies a TOML file's `key = value` pairs to the options of `cmd` named --key. Options given on
+// the command line win. Unknown keys, and values an option rejects, are errors naming the file.
+void ApplyConfigFile(CLI::App* cmd, const std::string& path) {
+  toml::table table;
+  try {
+    table = toml::parse_file(path);
+  } catch (const toml::parse_error& e) {
+    const auto& where = e.source().begin;
+    ThrowError(ErrorCode::kInvalidFormat, "{}:{}:{}: {}", path, where.line, where.column, e.description());
+  }
+  for (const auto& [key_view, value] : table) {
+    std::string key(key_view.str());
+    CLI::Option* opt = cmd->get_option_no_throw("--" + key);
+    if (opt == nullptr || key == "config" || key == "help")
+      ThrowError(ErrorCode::kInvalidArgument, "{}: unknown option '{}' (see infernix serve --help)", path, key);
+    if (opt->count() > 0) continue;
+    std::vector<std::string> values;
+    if (const toml::array* arr = value.as_array()) {
+      for (const auto& item : *arr) values.push_back(TomlScalar(item, path, key));
+    } else {
+      values.push_back(TomlScalar(value, path, key));
+    }
+    try {
+      for (auto& v : values) opt->add_result(v);
+      opt->run_callback();
+    } catch (const CLI::Error& e) {
+      ThrowError(ErrorCode::kInvalidArgument, "{}: '{}': {}", path, key, e.what());
+    }
+  }
+}
 
 void PrintBanner(const ModelService& service, const ServerOptions& o, int port) {
   std::string base = fmt::format("http://{}:{}", o.host, port);
@@ -63,7 +105,8 @@ void Serve(const ServeOptions& o) {
 void RegisterServeCommand(CLI::App& app) {
   auto o = std::make_shared<ServeOptions>();
   CLI::App* serve = app.add_subcommand("serve", "Serve the model over OpenAI- and Anthropic-compatible HTTP APIs");
-  serve->set_config("--config", "", "TOML file setting any of these options by long name (e.g. port = 9000)");
+  serve->add_option("--config", o->config_path,
+                    "TOML file setting any of these options by long name (e.g. port = 9000); the command line wins");
   serve->add_option("--model", o->service.model_path,
                     "Model folder (config.json, *.safetensors, tokenizer.json); default: the embedded model");
   serve->add_option("--host", o->server.host, "Address to listen on")->capture_default_str();
@@ -90,10 +133,15 @@ void RegisterServeCommand(CLI::App& app) {
                     "Name(s) clients use for the model (repeatable); default: the model folder's name");
   serve->add_option("--max-body-bytes", o->server.max_body_bytes, "Largest request body accepted")
       ->capture_default_str();
-  serve->add_option("--backend", o->service.backend.name, "Compute backend: cpu")->capture_default_str();
+  serve->add_option("--backend", o->service.backend.name,
+                    "Compute backend: auto (cuda when a GPU is present, else cpu), cpu or cuda")
+      ->capture_default_str();
   serve->add_option("--threads", o->service.backend.n_threads, "CPU threads (0 = one per hardware thread)")
       ->capture_default_str();
-  serve->callback([o] { Serve(*o); });
+  serve->callback([o, serve] {
+    if (!o->config_path.empty()) ApplyConfigFile(serve, o->config_path);
+    Serve(*o);
+  });
 }
 
 }  // namespace infernix
