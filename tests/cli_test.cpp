@@ -128,10 +128,44 @@ TEST(Cli, ClearErrors) {
   fs::remove_all(dir);
 }
 
+// tokenize / detokenize / render through the CLI on the embedded model, against the fixtures.
+TEST(Cli, TokenizeDetokenizeAndRenderMatchHuggingFace) {
+  std::string path = (fs::temp_directory_path() / "infernix_cli_text").string();
+  std::ifstream lines(testing::FixturesDir() + "/text/tokenize.jsonl");
+  std::string line;
+  int checked = 0;
+  while (std::getline(lines, line) && checked < 12) {
+    nlohmann::json j = nlohmann::json::parse(line);
+    std::string text = j["text"].get<std::string>();
+    if (text.empty()) continue;
+    testing::WriteBinary(path, text);
+    Result r = RunCli("tokenize --text-file " + path);
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_EQ(nlohmann::json::parse(r.output), j["ids"]) << text;
+    r = RunCli("detokenize --tokens " + Join(j["ids"].get<std::vector<int32_t>>(), ","));
+    EXPECT_EQ(r.output, j["decoded"].get<std::string>());
+    ++checked;
+  }
+  EXPECT_EQ(checked, 12);
+  std::ifstream chats(testing::FixturesDir() + "/text/chat-template.jsonl");
+  ASSERT_TRUE(std::getline(chats, line));
+  nlohmann::json c = nlohmann::json::parse(line);
+  nlohmann::json request = c["kwargs"];
+  request["messages"] = c["messages"];
+  if (!c["tools"].is_null()) request["tools"] = c["tools"];
+  testing::WriteBinary(path, request.dump());
+  Result r = RunCli("render --request " + path);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(r.output, c["rendered"].get<std::string>());
+  testing::WriteBinary(path, "{\"messages\": [");
+  ExpectError("render --request " + path, {path});
+  fs::remove(path);
+}
+
 TEST(Cli, HelpListsTheCommands) {
   Result r = RunCli("--help");
   EXPECT_EQ(r.status, 0);
-  for (const char* cmd : {"logits", "generate"}) EXPECT_NE(r.output.find(cmd), std::string::npos) << r.output;
+  for (const char* cmd : {"logits", "generate", "tokenize", "detokenize", "render", "serve"}) EXPECT_NE(r.output.find(cmd), std::string::npos) << r.output;
 }
 
 }  // namespace
