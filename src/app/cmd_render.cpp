@@ -17,11 +17,6 @@ struct RenderOptions {
   std::string request;
 };
 
-void WriteStdout(std::string_view bytes) {
-  if (std::fwrite(bytes.data(), 1, bytes.size(), stdout) != bytes.size() || std::fflush(stdout) != 0) {
-    ThrowError(ErrorCode::kIo, "cannot write to standard output");
-  }
-}
 
 // The request file: {"messages": [...], "tools": [...] (optional), "chat_template_kwargs": {...}
 // (optional, merged in), and any other template variables (add_generation_prompt, enable_thinking,

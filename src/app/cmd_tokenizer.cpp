@@ -19,11 +19,6 @@ struct TokenizerOptions {
   bool skip_special = false;
 };
 
-void WriteStdout(std::string_view bytes) {
-  if (std::fwrite(bytes.data(), 1, bytes.size(), stdout) != bytes.size() || std::fflush(stdout) != 0) {
-    ThrowError(ErrorCode::kIo, "cannot write to standard output");
-  }
-}
 
 void RunTokenize(const TokenizerOptions& options, bool from_file) {
   const std::string text = from_file ? ReadFileText(options.text_file) : options.text;

@@ -6,6 +6,7 @@
 #include <memory>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -27,6 +28,9 @@ std::unique_ptr<FileSet> OpenModelFiles(const std::string& path);
 // Parses "1,2,3" (spaces allowed, a trailing comma not) into token ids. Throws
 // Error(kInvalidArgument) naming the bad element.
 std::vector<int32_t> ParseTokenList(const std::string& text);
+
+// Writes bytes to standard output exactly; throws Error(kIo) when it cannot.
+void WriteStdout(std::string_view bytes);
 
 // Text of a whole file on disk; throws Error(kNotFound / kIo) naming the path.
 std::string ReadFileText(const std::string& path);

@@ -1,4 +1,5 @@
 #include <charconv>
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 
@@ -33,6 +34,11 @@ std::vector<int32_t> ParseTokenList(const std::string& text) {
     ++index;
   }
   return ids;
+}
+
+void WriteStdout(std::string_view bytes) {
+  if (std::fwrite(bytes.data(), 1, bytes.size(), stdout) != bytes.size() || std::fflush(stdout) != 0)
+    ThrowError(ErrorCode::kIo, "cannot write to standard output");
 }
 
 std::string ReadFileText(const std::string& path) {
