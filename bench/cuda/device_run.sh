@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the CUDA backend on the GPU machine, then runs what is asked (docs/cuda.md):
-#   tests     the gpu-labelled tests (CPU-vs-CUDA ops, fixture models)
+#   ops       the CPU-vs-CUDA op tests (backend_cuda_test)
+#   models    the fixture models on the GPU (gpu_model_test)
 #   bench     infernix bench on dummy Qwen3-8B weights (pp4096, tg128 at batch 1, 2, 4, 8)
 #   sanitize  compute-sanitizer memcheck over the gpu tests
 # Logs go to $OUT. Optional, carried in .deps/ (ignored by git): src.tar.gz (a `git archive` of the
@@ -41,24 +42,33 @@ ninja -C $BUILD -j"$JOBS" -k 0 backend_cuda_test gpu_model_test infernix > "$OUT
   { grep -E -A12 "error|FAILED" "$OUT/build.log" | head -80; }
 echo "build: $(( $(date +%s) - start )) s"
 grep -E "registers|spill" "$OUT/build.log" | sort | uniq -c | sort -rn | head -5
+run_test() {  # name, timeout
+  (cd $BUILD && timeout "$2" ./$(find . -name "$1" -type f -perm -u+x | head -1) --gtest_brief=1 > "$OUT/$1.log" 2>&1)
+  echo "$1: exit $?"
+  grep -E "Failure|FAILED|metric|Skipped|PASSED|SKIPPED|rror|Expected|Which is|Value of" "$OUT/$1.log" | head -${3:-80}
+}
 for step in "$@"; do
   case $step in
-    tests)
-      echo "== tests"
-      for t in backend_cuda_test gpu_model_test; do
-        (cd $BUILD && INFERNIX_FIXTURES_DIR=$BUILD/fixtures timeout 400 ./$(find . -name $t -type f -perm -u+x | head -1) \
-          --gtest_brief=1 > "$OUT/$t.log" 2>&1)
-        echo "$t: exit $?"
-        grep -E "FAILED|Failure|error|metric|PASSED|SKIPPED" "$OUT/$t.log" | grep -v "^\[  PASSED" | head -60
-      done ;;
+    ops) echo "== op tests"; run_test backend_cuda_test 170 ;;
+    models) echo "== model tests"; run_test gpu_model_test 170 ;;
     bench)
       echo "== bench"
-      timeout 300 $BUILD/bin/infernix bench --model $SRC/bench/configs/qwen3-8b.json --dummy-weights --backend cuda \
+      timeout 150 $BUILD/bin/infernix bench --model $SRC/bench/configs/qwen3-8b.json --dummy-weights --backend cuda \
         -p 4096 -n 128 -b 1,2,4,8 --json "$OUT/bench.json" 2>&1 | tee "$OUT/bench.log" ;;
+    ncu)
+      echo "== ncu: kernels of decode steps at batch 1"
+      NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+      timeout 240 $NCU --clock-control none --graph-profiling node --launch-skip "${NCU_SKIP:-4000}" \
+        --launch-count "${NCU_COUNT:-600}" --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum \
+        --csv --print-units base $BUILD/bin/infernix bench --model $SRC/bench/configs/qwen3-8b.json --dummy-weights \
+        --backend cuda -p 1 -n 32 -b 1 -r 1 > "$OUT/ncu.csv" 2> "$OUT/ncu.err"
+      echo "ncu: exit $?"; tail -3 "$OUT/ncu.err"
+      python3 "$ROOT/bench/cuda/ncu_summary.py" "$OUT/ncu.csv" ;;
     sanitize)
       echo "== compute-sanitizer"
-      (cd $BUILD && INFERNIX_FIXTURES_DIR=$BUILD/fixtures timeout 500 compute-sanitizer --tool memcheck --print-limit 20 \
-        ./src/backend/cuda/backend_cuda_test --gtest_brief=1 > "$OUT/sanitize.log" 2>&1)
+      (cd $BUILD && timeout 400 compute-sanitizer --tool memcheck --print-limit 20 \
+        ./src/backend/cuda/backend_cuda_test --gtest_brief=1 ${SANITIZE_FILTER:+--gtest_filter=$SANITIZE_FILTER} \
+        > "$OUT/sanitize.log" 2>&1)
       echo "sanitize: exit $?"
       tail -15 "$OUT/sanitize.log" ;;
   esac

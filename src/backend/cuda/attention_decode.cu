@@ -38,7 +38,7 @@ __host__ __device__ inline SmemLayout Layout(int group, int d) {
 
 __global__ void __launch_bounds__(kThreads)
     AttentionSplitKernel(DeviceLayout layout, KvCacheView kv, const bf16* q, int n_heads, float scale, int n_splits,
-                         int chunk, float* ws_o, float* ws_ml) {
+                         int chunk, float* ws_o, float* ws_ml, bf16* direct_out) {
   const int t = blockIdx.x, kvh = blockIdx.y, split = blockIdx.z;
   const int hkv = kv.n_kv_heads, d = kv.head_dim, group = n_heads / hkv, tid = threadIdx.x;
   const int seq = layout.token_seq[t], slot = layout.seq_info[seq * 4], pos = layout.token_pos[t];
@@ -117,6 +117,13 @@ __global__ void __launch_bounds__(kThreads)
     }
   }
   __syncthreads();
+  if (direct_out != nullptr) {  // a single split: the final output
+    for (int i = tid; i < group * d; i += kThreads) {
+      int gi = i / d;
+      direct_out[head0 * d + i] = __float2bfloat16_rn(ls[gi] > 0.0f ? os[i] / ls[gi] : 0.0f);
+    }
+    return;
+  }
   for (int i = tid; i < group * d; i += kThreads) {
     int gi = i / d, dd = i - gi * d;
     ws_o[((head0 + gi) * n_splits + split) * d + dd] = os[i];
@@ -151,13 +158,13 @@ __global__ void AttentionCombineKernel(int n_heads, int d, int n_splits, const f
 size_t AttentionSplitSmemBytes(int group, int head_dim) { return Layout(group, head_dim).total; }
 
 void LaunchAttentionSplit(cudaStream_t s, DeviceLayout layout, KvCacheView kv, const void* q, int32_t n_heads,
-                          float scale, int32_t n_splits, int32_t chunk, float* ws_o, float* ws_ml) {
+                          float scale, int32_t n_splits, int32_t chunk, float* ws_o, float* ws_ml, void* direct_out) {
   if (layout.n_tokens == 0) return;
   dim3 grid(static_cast<unsigned>(layout.n_tokens), static_cast<unsigned>(kv.n_kv_heads),
             static_cast<unsigned>(n_splits));
   size_t smem = AttentionSplitSmemBytes(n_heads / kv.n_kv_heads, kv.head_dim);
   AttentionSplitKernel<<<grid, kThreads, smem, s>>>(layout, kv, static_cast<const bf16*>(q), n_heads, scale, n_splits,
-                                                    chunk, ws_o, ws_ml);
+                                                    chunk, ws_o, ws_ml, static_cast<bf16*>(direct_out));
   INFX_CUDA_CHECK_LAUNCH();
 }
 

@@ -75,7 +75,9 @@ CudaBackend::CudaBackend(const CudaOptions& options)
       weights_("model weights", size_t{64} << 20, size_t{1} << 30),
       scratch_("activations", size_t{32} << 20, size_t{1} << 30),
       staging_{cuda::PinnedArena(kStagingBytes), cuda::PinnedArena(kStagingBytes)},
-      recorder_(stream_, options.graphs) {
+      recorder_(stream_, options.graphs),
+      counter_(256, "a kernel counter") {
+  INFX_CUDA_CHECK(cudaMemset(counter_.data(), 0, counter_.size_bytes()));
   int optin = 0;
   INFX_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device_));
   smem_optin_ = static_cast<size_t>(optin);
@@ -96,8 +98,37 @@ void CudaBackend::FlushGemv() {
   gemv_ = cuda::GemvBatch{};
 }
 
+void CudaBackend::FlushPending() {
+  const Pending kind = pending_;
+  pending_ = Pending::kNone;
+  switch (kind) {
+    case Pending::kNone: break;
+    case Pending::kAdd:
+      recorder_.Launch(cuda::LaunchBinary, static_cast<int>(cuda::kOpAdd), static_cast<int>(pending_out_.dtype),
+                       pending_a_.data, pending_b_.data, pending_out_.data, pending_out_.numel());
+      break;
+    case Pending::kSiluMul:
+      recorder_.Launch(cuda::LaunchBinary, static_cast<int>(cuda::kOpSiluMul), static_cast<int>(pending_out_.dtype),
+                       pending_a_.data, pending_b_.data, pending_out_.data, pending_out_.numel());
+      break;
+    case Pending::kHeads:
+      for (const PendingHead& h : pending_heads_) {
+        recorder_.Launch(cuda::LaunchRmsNorm, static_cast<int>(h.x.dtype), h.x.data, h.w.data,
+                         static_cast<int>(h.w.dtype), h.eps, h.w_offset, h.x.data, h.x.rows(), h.x.cols());
+        if (h.rope) {
+          const int64_t d = h.x.cols(), rows = h.x.rows(), n = h.layout.n_tokens;
+          recorder_.Launch(cuda::LaunchRope, static_cast<int>(h.x.dtype), h.x.data, h.layout.token_pos, n,
+                           rows / n, d, h.inv_freq, h.half, h.rope_scale);
+        }
+      }
+      pending_heads_.clear();
+      break;
+  }
+}
+
 void CudaBackend::Submit() {
   FlushGemv();
+  FlushPending();
   recorder_.Flush();
   if (staging_current_ >= 0) {
     INFX_CUDA_CHECK(cudaEventRecord(staging_done_[staging_current_], stream_));
@@ -130,7 +161,8 @@ void* CudaBackend::Upload(const void* host, size_t bytes) {
   void* staged = bytes <= kStagedCopyMax ? Stage(bytes) : nullptr;
   if (staged != nullptr) {
     std::memcpy(staged, host, bytes);
-    Enqueue(cuda::LaunchMemcpy, dst, staged, bytes);
+    // Into fresh memory: no queued or held-back op depends on it, so nothing needs flushing first.
+    recorder_.Launch(cuda::LaunchMemcpy, dst, static_cast<const void*>(staged), bytes);
   } else {
     Submit();
     INFX_CUDA_CHECK(cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, stream_));

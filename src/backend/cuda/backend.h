@@ -82,6 +82,7 @@ class CudaBackend final : public Backend {
   template <typename... P, typename... A>
   void Enqueue(void (*fn)(cudaStream_t, P...), A... args) {
     FlushGemv();
+    FlushPending();
     recorder_.Launch(fn, args...);
   }
   // Runs everything queued, without waiting.
@@ -107,7 +108,22 @@ class CudaBackend final : public Backend {
   // Pinned staging memory for `bytes` of this unit, or nullptr when it is full.
   void* Stage(size_t bytes);
   void FlushGemv();
+  // Launches the op held back for fusion (plain, unfused).
+  void FlushPending();
   const cuda::ExpertTable& ExpertTableFor(const ExpertWeights& experts);
+
+  // An op held back because the next one may fuse with it. Invariant: the pending op and the
+  // pending GEMV group are never both non-empty.
+  enum class Pending { kNone, kAdd, kHeads, kSiluMul };
+  struct PendingHead {  // an in-place per-head RMSNorm, maybe followed by RoPE
+    Tensor x, w;
+    float eps = 0, w_offset = 0;
+    bool rope = false;
+    cuda::DeviceLayout layout{};
+    const float* inv_freq = nullptr;
+    int64_t half = 0;
+    float rope_scale = 1.0f;
+  };
 
   CudaOptions options_;
   int device_ = 0;  // first: its initialiser checks the device and makes it current
@@ -125,6 +141,10 @@ class CudaBackend final : public Backend {
   std::optional<BatchLayout> layout_host_;
   cuda::DeviceLayout layout_device_{};
   std::map<const void*, ExpertTableEntry> expert_tables_;
+  Pending pending_ = Pending::kNone;
+  Tensor pending_a_, pending_b_, pending_out_;  // kAdd: out = a + b; kSiluMul: out = silu(a) * b
+  std::vector<PendingHead> pending_heads_;      // kHeads: up to 2 (q, k)
+  cuda::DeviceBuffer counter_;                  // zero between fused GEMV launches
 };
 
 }  // namespace infernix

@@ -49,8 +49,30 @@ void CudaBackend::RmsNorm(const Tensor& x, const Tensor& weight, float eps, bool
   CheckSameAct(x, out);
   INFX_CHECK_MSG(weight.numel() == x.cols() && IsFloat(weight), "RmsNorm x {} weight {}", x.Describe(),
                  weight.Describe());
-  Enqueue(cuda::LaunchRmsNorm, Dt(x), x.data, weight.data, Dt(weight), eps, unit_offset ? 1.0f : 0.0f, out.data,
-          x.rows(), x.cols());
+  const float w_offset = unit_offset ? 1.0f : 0.0f;
+  if (pending_ == Pending::kAdd && x.data == pending_out_.data && x.numel() == pending_out_.numel()) {
+    // hidden = hidden + block_out; normed = RmsNorm(hidden): one pass.
+    pending_ = Pending::kNone;
+    recorder_.Launch(cuda::LaunchAddRmsNorm, Dt(x), pending_a_.data, pending_b_.data, x.data, weight.data, Dt(weight),
+                     eps, w_offset, out.data, x.rows(), x.cols());
+    return;
+  }
+  if (options_.fuse && x.data == out.data && x.dtype == DType::kBF16 && x.cols() <= 256) {
+    // A per-head q/k norm: held back for RoPE and the KV-cache append of the attention that follows.
+    if (pending_ != Pending::kHeads || pending_heads_.size() >= 2) {
+      FlushGemv();
+      FlushPending();
+      pending_ = Pending::kHeads;
+    }
+    PendingHead h;
+    h.x = x;
+    h.w = weight;
+    h.eps = eps;
+    h.w_offset = w_offset;
+    pending_heads_.push_back(h);
+    return;
+  }
+  Enqueue(cuda::LaunchRmsNorm, Dt(x), x.data, weight.data, Dt(weight), eps, w_offset, out.data, x.rows(), x.cols());
 }
 
 void CudaBackend::GatedRmsNorm(const Tensor& x, const Tensor& z, const Tensor& weight, float eps, Tensor out) {
@@ -67,6 +89,25 @@ void CudaBackend::MatMul(const Tensor& x, const Tensor& w, Tensor out) {
   INFX_CHECK(IsAct(x) && IsAct(out) && IsFloat(w));
   if (n == 0 || m == 0) return;
   const bool bf16 = x.dtype == DType::kBF16 && w.dtype == DType::kBF16;
+  if (pending_ == Pending::kSiluMul && x.data == pending_out_.data && x.numel() == pending_out_.numel() && bf16 &&
+      n <= cuda::kGemvMaxTokens && k % 8 == 0 && Aligned(w.data, 16)) {
+    pending_ = Pending::kNone;
+    cuda::GemvBatch b{};
+    b.seg[0].w = w.data;
+    b.seg[0].out = out.data;
+    b.seg[0].rows = m;
+    b.seg[0].out_dtype = Dt(out);
+    b.n_segments = 1;
+    b.x = pending_a_.data;
+    b.x_up = pending_b_.data;
+    b.x_store = pending_out_.data;
+    b.counter = static_cast<unsigned*>(counter_.data());
+    b.n = n;
+    b.k = k;
+    recorder_.Launch(cuda::LaunchGemv, b);
+    return;
+  }
+  FlushPending();
   if (bf16 && options_.gemv && n <= cuda::kGemvMaxTokens && k % 8 == 0 && Aligned(x.data, 16) &&
       Aligned(w.data, 16)) {
     // Joins the pending group when it reads the same x (and writes nothing the group reads).
@@ -100,12 +141,31 @@ void CudaBackend::MatMul(const Tensor& x, const Tensor& w, Tensor out) {
 void CudaBackend::Add(const Tensor& a, const Tensor& b, Tensor out) {
   CheckSameAct(a, b);
   CheckSameAct(a, out);
+  FlushGemv();
+  FlushPending();
+  if (options_.fuse) {  // held back: the residual add usually feeds the next RmsNorm
+    pending_ = Pending::kAdd;
+    pending_a_ = a;
+    pending_b_ = b;
+    pending_out_ = out;
+    return;
+  }
   Enqueue(cuda::LaunchBinary, static_cast<int>(cuda::kOpAdd), Dt(a), a.data, b.data, out.data, a.numel());
 }
 
 void CudaBackend::SiluMul(const Tensor& gate, const Tensor& up, Tensor out) {
   CheckSameAct(gate, up);
   CheckSameAct(gate, out);
+  FlushGemv();
+  FlushPending();
+  if (options_.fuse && options_.gemv && gate.dtype == DType::kBF16 && gate.rows() <= cuda::kGemvMaxTokens &&
+      gate.cols() % 8 == 0 && Aligned(gate.data, 16) && Aligned(up.data, 16) && Aligned(out.data, 16)) {
+    pending_ = Pending::kSiluMul;  // held back: the down projection reads it as it streams its weights
+    pending_a_ = gate;
+    pending_b_ = up;
+    pending_out_ = out;
+    return;
+  }
   Enqueue(cuda::LaunchBinary, static_cast<int>(cuda::kOpSiluMul), Dt(gate), gate.data, up.data, out.data,
           gate.numel());
 }
@@ -147,6 +207,18 @@ void CudaBackend::Rope(Tensor x, const BatchLayout& layout, const Tensor& inv_fr
   INFX_CHECK(n == layout.n_tokens && 2 * half <= d);
   if (n == 0) return;
   cuda::DeviceLayout dl = Layout(layout);
+  if (pending_ == Pending::kHeads) {
+    for (PendingHead& h : pending_heads_) {
+      if (h.x.data == x.data && h.x.numel() == x.numel() && !h.rope) {
+        h.rope = true;
+        h.layout = dl;
+        h.inv_freq = inv_freq.as<const float>();
+        h.half = half;
+        h.rope_scale = attention_scale;
+        return;
+      }
+    }
+  }
   Enqueue(cuda::LaunchRope, Dt(x), x.data, dl.token_pos, n, heads, d, inv_freq.as<const float>(), half,
           attention_scale);
 }
@@ -164,7 +236,40 @@ void CudaBackend::Attention(const Tensor& q, const Tensor& k, const Tensor& v, S
   if (n == 0) return;
   cuda::DeviceLayout dl = Layout(layout);
   cuda::KvCacheView kv = st.Kv(layer);
-  Enqueue(cuda::LaunchKvAppend, dl, kv, k.data, v.data);
+  const bool prep = pending_ == Pending::kHeads && pending_heads_.size() == 2 && pending_heads_[0].x.data == q.data &&
+                    pending_heads_[1].x.data == k.data && pending_heads_[0].rope && pending_heads_[1].rope &&
+                    pending_heads_[0].inv_freq == pending_heads_[1].inv_freq &&
+                    pending_heads_[0].half == pending_heads_[1].half &&
+                    pending_heads_[0].rope_scale == pending_heads_[1].rope_scale &&
+                    pending_heads_[0].layout.token_pos == dl.token_pos && d <= 256;
+  if (prep) {  // q/k norms, RoPE and the cache append in one launch
+    cuda::QkvPrep p{};
+    const Tensor* xs[3] = {&q, &k, &v};
+    for (int i = 0; i < 3; ++i) {
+      cuda::HeadPrep& t = p.t[i];
+      t.x = xs[i]->data;
+      t.heads = static_cast<int32_t>(xs[i]->dim(1));
+      if (i < 2) {
+        const PendingHead& h = pending_heads_[static_cast<size_t>(i)];
+        t.norm_w = h.w.data;
+        t.w_dtype = static_cast<int32_t>(h.w.dtype);
+        t.eps = h.eps;
+        t.w_offset = h.w_offset;
+        t.rope = 1;
+      }
+      t.cache = i == 0 ? 0 : i;
+    }
+    p.inv_freq = pending_heads_[0].inv_freq;
+    p.half = static_cast<int32_t>(pending_heads_[0].half);
+    p.rope_scale = pending_heads_[0].rope_scale;
+    p.head_dim = static_cast<int32_t>(d);
+    p.n_tensors = 3;
+    pending_ = Pending::kNone;
+    pending_heads_.clear();
+    recorder_.Launch(cuda::LaunchQkvPrep, dl, kv, p);
+  } else {
+    Enqueue(cuda::LaunchKvAppend, dl, kv, k.data, v.data);
+  }
   bool flash = cuda::FlashAttentionFits(static_cast<int>(d), smem_optin_) &&
                (options_.attention == CudaOptions::Attention::kFlash ||
                 (options_.attention == CudaOptions::Attention::kAuto && dl.max_seq_tokens > 16));
@@ -182,10 +287,15 @@ void CudaBackend::Attention(const Tensor& q, const Tensor& k, const Tensor& v, S
   const int64_t splits = std::clamp<int64_t>((target_blocks + n * hkv - 1) / (n * hkv), 1, max_splits);
   int64_t chunk = (spec.max_context + splits - 1) / splits;
   chunk = (chunk + 31) / 32 * 32;
+  if (splits == 1) {  // the split kernel writes the output itself
+    Enqueue(cuda::LaunchAttentionSplit, dl, kv, q.data, static_cast<int32_t>(hq), scale, 1, static_cast<int32_t>(chunk),
+            static_cast<float*>(nullptr), static_cast<float*>(nullptr), out.data);
+    return;
+  }
   Tensor ws_o = Scratch(DType::kF32, {n, hq, splits, d});
   Tensor ws_ml = Scratch(DType::kF32, {n, hq, splits, 2});
   Enqueue(cuda::LaunchAttentionSplit, dl, kv, q.data, static_cast<int32_t>(hq), scale, static_cast<int32_t>(splits),
-          static_cast<int32_t>(chunk), ws_o.as<float>(), ws_ml.as<float>());
+          static_cast<int32_t>(chunk), ws_o.as<float>(), ws_ml.as<float>(), static_cast<void*>(nullptr));
   Enqueue(cuda::LaunchAttentionCombine, static_cast<int32_t>(n), static_cast<int32_t>(hq), static_cast<int32_t>(d),
           static_cast<int32_t>(splits), ws_o.as<const float>(), ws_ml.as<const float>(), out.data);
 }

@@ -19,6 +19,9 @@ struct CudaOptions {
   // Matrix-product paths; turning one off sends its cases to the next (gemv -> cuBLASLt -> CUDA cores).
   bool gemv = true;
   bool cublas = true;
+  // Fuse neighbouring ops on the decode path (add + norm, q/k norm + RoPE + KV append, SiLU-and-
+  // multiply + down projection); off: every op is its own launch (tests compare the two).
+  bool fuse = true;
 };
 
 // Empty when GPU `device` can run the CUDA backend; otherwise why not (no driver, no GPU, a GPU older

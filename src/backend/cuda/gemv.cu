@@ -25,6 +25,17 @@ __device__ __forceinline__ void Mma16816(float* c, uint32_t a0, uint32_t a1, uin
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
+// bf16(silu(g) * u) for 8 packed values, rounded as SiluMul stores them.
+__device__ __forceinline__ uint4 SiluMul8(uint4 g, uint4 u) {
+  const bf16* ge = reinterpret_cast<const bf16*>(&g);
+  const bf16* ue = reinterpret_cast<const bf16*>(&u);
+  uint4 r;
+  bf16* re = reinterpret_cast<bf16*>(&r);
+#pragma unroll
+  for (int i = 0; i < 8; ++i) re[i] = __float2bfloat16_rn(SiluF(__bfloat162float(ge[i])) * __bfloat162float(ue[i]));
+  return r;
+}
+
 // kTiles: tiles of 8 tokens (1: n <= 8, 2: n <= 16).
 template <int kTiles>
 __global__ void __launch_bounds__(32 * kWarps) GemvKernel(GemvBatch p) {
@@ -47,12 +58,16 @@ __global__ void __launch_bounds__(32 * kWarps) GemvKernel(GemvBatch p) {
   const uint4* wg = reinterpret_cast<const uint4*>(w + min(row0 + g, rows - 1) * k);
   const uint4* wh = reinterpret_cast<const uint4*>(w + min(row0 + g + 8, rows - 1) * k);
   const uint4* xr[kTiles];
+  const uint4* ur[kTiles];
   bool xv[kTiles];
+  const bool fused = p.x_up != nullptr;
 #pragma unroll
   for (int j = 0; j < kTiles; ++j) {
     int64_t token = j * 8 + g;
     xv[j] = token < n;
-    xr[j] = reinterpret_cast<const uint4*>(static_cast<const bf16*>(p.x) + (xv[j] ? token : 0) * k);
+    int64_t off = (xv[j] ? token : 0) * k;
+    xr[j] = reinterpret_cast<const uint4*>(static_cast<const bf16*>(p.x) + off);
+    ur[j] = fused ? reinterpret_cast<const uint4*>(static_cast<const bf16*>(p.x_up) + off) : nullptr;
   }
   float acc[kTiles][4];
 #pragma unroll
@@ -70,7 +85,10 @@ __global__ void __launch_bounds__(32 * kWarps) GemvKernel(GemvBatch p) {
       a[u] = ok ? __ldcs(wg + c) : zero;
       b[u] = ok ? __ldcs(wh + c) : zero;
 #pragma unroll
-      for (int j = 0; j < kTiles; ++j) xs[u][j] = ok && xv[j] ? __ldg(xr[j] + c) : zero;
+      for (int j = 0; j < kTiles; ++j) {
+        xs[u][j] = ok && xv[j] ? __ldg(xr[j] + c) : zero;
+        if (fused && ok && xv[j]) xs[u][j] = SiluMul8(xs[u][j], __ldg(ur[j] + c));
+      }
     }
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
@@ -97,6 +115,24 @@ __global__ void __launch_bounds__(32 * kWarps) GemvKernel(GemvBatch p) {
     int64_t row = row0 + (ln >> 2) + (e >= 2 ? 8 : 0);
     int64_t token = j * 8 + 2 * (ln & 3) + (e & 1);
     if (row < rows && token < n) StoreF(sg.out, sg.out_dtype, token * rows + row, sum);
+  }
+  // The fused SiluMul's own output, written by the last block to finish (x_store may alias x or x_up,
+  // which every block reads). The counter is zero between launches.
+  if (fused && p.x_store != nullptr) {
+    __shared__ bool last;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      __threadfence();
+      last = atomicAdd(p.counter, 1u) == gridDim.x - 1;
+    }
+    __syncthreads();
+    if (last) {
+      const uint4* gx = static_cast<const uint4*>(p.x);
+      const uint4* ux = static_cast<const uint4*>(p.x_up);
+      uint4* st = static_cast<uint4*>(p.x_store);
+      for (int64_t i = threadIdx.x; i < n * chunks; i += blockDim.x) st[i] = SiluMul8(__ldcg(gx + i), __ldcg(ux + i));
+      if (threadIdx.x == 0) *p.counter = 0;
+    }
   }
 }
 

@@ -66,6 +66,10 @@ void LaunchAddSigmoidGated(cudaStream_t s, int dtype, void* acc, const void* x, 
 // out[r] = x[r] * rsqrt(mean(x[r]^2) + eps) * (w + w_offset). out may alias x.
 void LaunchRmsNorm(cudaStream_t s, int dtype, const void* x, const void* w, int w_dtype, float eps, float w_offset,
                    void* out, int64_t rows, int64_t d);
+// The residual add fused with the norm that follows it: sum = a + b (stored, may alias a), then
+// out[r] = RmsNorm(sum[r]) as LaunchRmsNorm computes it from the stored (rounded) sum.
+void LaunchAddRmsNorm(cudaStream_t s, int dtype, const void* a, const void* b, void* sum, const void* w, int w_dtype,
+                      float eps, float w_offset, void* out, int64_t rows, int64_t d);
 // out[r] = x[r] * rsqrt(mean(x[r]^2) + eps) * w * silu(z[r]).
 void LaunchGatedRmsNorm(cudaStream_t s, int dtype, const void* x, const void* z, const void* w, int w_dtype, float eps,
                         void* out, int64_t rows, int64_t d);
@@ -84,9 +88,15 @@ struct GemvSegment {
   int64_t rows = 0;
   int32_t out_dtype = kBF16, unused = 0;
 };
+// x_up: when set, the products read x' = bf16(silu(x) * x_up) instead of x (SiluMul fused into the
+// down projection), and x_store (when set; it may alias x) receives x', written by the last block
+// with the help of `counter`, a device word that is zero between launches.
 struct GemvBatch {
   GemvSegment seg[4];
   const void* x = nullptr;
+  const void* x_up = nullptr;
+  void* x_store = nullptr;
+  unsigned* counter = nullptr;
   int64_t n = 0, k = 0;
   int32_t n_segments = 0, unused = 0;
 };
@@ -99,11 +109,31 @@ void LaunchGemmSimt(cudaStream_t s, const void* x, int x_dtype, const void* w, i
 // ---- attention (kv_cache.cu, attention_decode.cu, attention_prefill.cu) ----
 // Writes k, v [n_tokens, n_kv_heads, head_dim] (act dtype bf16) into the cache at each token's position.
 void LaunchKvAppend(cudaStream_t s, DeviceLayout layout, KvCacheView kv, const void* k, const void* v);
+// The attention inputs of a layer prepared in one launch: per tensor (q, k, v), optionally the per-head
+// RMSNorm, then RoPE, each rounded to bf16 exactly as RmsNorm and Rope would store it, written back in
+// place and (k, v) into the KV cache.
+struct HeadPrep {
+  void* x = nullptr;             // [n_tokens, heads, head_dim] bf16
+  const void* norm_w = nullptr;  // [head_dim], or null: no norm
+  int32_t w_dtype = kBF16, heads = 0;
+  float eps = 0, w_offset = 0;
+  int32_t rope = 0;   // 1: rotate dims [0, 2 * half)
+  int32_t cache = 0;  // 0: none, 1: K pages, 2: V pages
+};
+struct QkvPrep {
+  HeadPrep t[3];
+  const float* inv_freq = nullptr;
+  int32_t half = 0;
+  float rope_scale = 1.0f;
+  int32_t head_dim = 0, n_tensors = 0;
+};
+void LaunchQkvPrep(cudaStream_t s, DeviceLayout layout, KvCacheView kv, QkvPrep prep);
 // Split-KV attention for any layout: each (token, KV head, split) block attends to keys
 // [split * chunk, min((split + 1) * chunk, pos + 1)) and leaves an unnormalised partial result:
 // ws_o [n_tokens, n_heads, n_splits, head_dim], ws_ml [n_tokens, n_heads, n_splits, 2] (max, sum).
+// With n_splits == 1 and direct_out set, it writes the final bf16 output there instead.
 void LaunchAttentionSplit(cudaStream_t s, DeviceLayout layout, KvCacheView kv, const void* q, int32_t n_heads,
-                          float scale, int32_t n_splits, int32_t chunk, float* ws_o, float* ws_ml);
+                          float scale, int32_t n_splits, int32_t chunk, float* ws_o, float* ws_ml, void* direct_out);
 // out [n_tokens, n_heads, head_dim] (bf16) from the partial results.
 void LaunchAttentionCombine(cudaStream_t s, int32_t n_tokens, int32_t n_heads, int32_t head_dim, int32_t n_splits,
                             const float* ws_o, const float* ws_ml, void* out);

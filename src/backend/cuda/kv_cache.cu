@@ -1,5 +1,6 @@
 // Appends a batch's keys and values to the paged KV cache: token t of sequence s goes to page
-// page_table[slot(s)][pos / kPageSize], row pos % kPageSize, of its KV head.
+// page_table[slot(s)][pos / kPageSize], row pos % kPageSize, of its KV head. Also the fused
+// preparation of a layer's attention inputs (q/k RMSNorm, RoPE, cache append) in one launch.
 #include "backend/cuda/device_util.cuh"
 
 namespace infernix::cuda {
@@ -19,7 +20,72 @@ __global__ void KvAppendKernel(DeviceLayout layout, KvCacheView kv, const bf16* 
   }
 }
 
+__device__ __forceinline__ float RoundBf16(float v) { return __bfloat162float(__float2bfloat16_rn(v)); }
+
+constexpr int kPrepWarps = 4;
+constexpr int kPrepMaxDim = 256;
+
+// One block per token; each warp prepares one head row at a time in shared memory.
+__global__ void __launch_bounds__(32 * kPrepWarps) QkvPrepKernel(DeviceLayout layout, KvCacheView kv, QkvPrep p) {
+  __shared__ float rows[kPrepWarps][kPrepMaxDim];
+  const int t = blockIdx.x, warp = threadIdx.x >> 5, lane = threadIdx.x & 31, d = p.head_dim;
+  float* row = rows[warp];
+  int total = 0;
+  for (int i = 0; i < p.n_tensors; ++i) total += p.t[i].heads;
+  const int pos = layout.token_pos[t];
+  for (int r = warp; r < total; r += kPrepWarps) {
+    int ti = 0, h = r;
+    while (h >= p.t[ti].heads) h -= p.t[ti++].heads;
+    const HeadPrep& hp = p.t[ti];
+    bf16* x = static_cast<bf16*>(hp.x) + (static_cast<int64_t>(t) * hp.heads + h) * d;
+    float ss = 0;
+    for (int i = lane; i < d; i += 32) {
+      float v = __bfloat162float(x[i]);
+      row[i] = v;
+      ss += v * v;
+    }
+    if (hp.norm_w != nullptr) {
+      ss = WarpSum(ss);
+      const float inv = 1.0f / sqrtf(ss / static_cast<float>(d) + hp.eps);
+      for (int i = lane; i < d; i += 32) row[i] = RoundBf16(row[i] * inv * (LoadF(hp.norm_w, hp.w_dtype, i) + hp.w_offset));
+    }
+    __syncwarp();
+    if (hp.rope) {
+      for (int i = lane; i < p.half; i += 32) {
+        float sn, cs;
+        sincosf(static_cast<float>(pos) * p.inv_freq[i], &sn, &cs);
+        cs *= p.rope_scale;
+        sn *= p.rope_scale;
+        float a = row[i], c = row[i + p.half];
+        row[i] = RoundBf16(a * cs - c * sn);
+        row[i + p.half] = RoundBf16(c * cs + a * sn);
+      }
+      __syncwarp();
+    }
+    bf16* cache = nullptr;
+    if (hp.cache != 0) {
+      const int seq = layout.token_seq[t], slot = layout.seq_info[seq * 4];
+      const int page = kv.page_table[static_cast<int64_t>(slot) * kv.pages_per_slot + pos / kPageSize];
+      cache = static_cast<bf16*>(hp.cache == 1 ? kv.k_pages : kv.v_pages) +
+              ((static_cast<int64_t>(page) * kv.n_kv_heads + h) * kPageSize + pos % kPageSize) * d;
+    }
+    for (int i = lane; i < d; i += 32) {
+      bf16 v = __float2bfloat16_rn(row[i]);
+      if (hp.norm_w != nullptr || hp.rope) x[i] = v;
+      if (cache != nullptr) cache[i] = v;
+    }
+    __syncwarp();
+  }
+}
+
 }  // namespace
+
+void LaunchQkvPrep(cudaStream_t s, DeviceLayout layout, KvCacheView kv, QkvPrep prep) {
+  if (layout.n_tokens == 0) return;
+  INFX_CHECK(prep.head_dim <= kPrepMaxDim && 2 * prep.half <= prep.head_dim);
+  QkvPrepKernel<<<static_cast<unsigned>(layout.n_tokens), 32 * kPrepWarps, 0, s>>>(layout, kv, prep);
+  INFX_CUDA_CHECK_LAUNCH();
+}
 
 void LaunchKvAppend(cudaStream_t s, DeviceLayout layout, KvCacheView kv, const void* k, const void* v) {
   if (layout.n_tokens == 0) return;

@@ -54,6 +54,70 @@ __global__ void __launch_bounds__(32 * kRowsPerBlock)
   }
 }
 
+// sum = a + b (rounded to T and stored), then the norm of the stored row, one warp per row.
+template <typename T, bool kVec>
+__global__ void __launch_bounds__(32 * kRowsPerBlock)
+    AddRmsNormKernel(const T* a, const T* b, T* sum, const void* w, int w_dtype, float eps, float w_offset, T* out,
+                     int64_t rows, int64_t d) {
+  int64_t row = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + (threadIdx.x >> 5);
+  int lane = threadIdx.x & 31;
+  if (row >= rows) return;
+  const T* ar = a + row * d;
+  const T* br = b + row * d;
+  T* sr = sum + row * d;
+  T* yr = out + row * d;
+  float ss = 0;
+  if constexpr (kVec) {
+    for (int64_t i = lane * 8; i < d; i += 256) {
+      float va[8], vb[8];
+      Load8(ar + i, va);
+      Load8(br + i, vb);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        va[j] = ToF(FromF<T>(va[j] + vb[j]));
+        ss += va[j] * va[j];
+      }
+      Store8(sr + i, va);
+    }
+  } else {
+    for (int64_t i = lane; i < d; i += 32) {
+      float v = ToF(FromF<T>(ToF(ar[i]) + ToF(br[i])));
+      sr[i] = FromF<T>(v);
+      ss += v * v;
+    }
+  }
+  ss = WarpSum(ss);
+  const float inv = 1.0f / sqrtf(ss / static_cast<float>(d) + eps);
+  if constexpr (kVec) {
+    for (int64_t i = lane * 8; i < d; i += 256) {
+      float v[8];
+      Load8(sr + i, v);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) v[j] = v[j] * inv * (LoadF(w, w_dtype, i + j) + w_offset);
+      Store8(yr + i, v);
+    }
+  } else {
+    for (int64_t i = lane; i < d; i += 32) yr[i] = FromF<T>(ToF(sr[i]) * inv * (LoadF(w, w_dtype, i) + w_offset));
+  }
+}
+
+template <typename T>
+void LaunchAdd(cudaStream_t s, const void* a, const void* b, void* sum, const void* w, int w_dtype, float eps,
+               float w_offset, void* out, int64_t rows, int64_t d) {
+  unsigned blocks = Blocks(rows, kRowsPerBlock);
+  bool vec = d % 8 == 0 && Aligned16(a) && Aligned16(b) && Aligned16(sum) && Aligned16(out);
+  auto at = static_cast<const T*>(a);
+  auto bt = static_cast<const T*>(b);
+  auto st = static_cast<T*>(sum);
+  auto ot = static_cast<T*>(out);
+  if (vec) {
+    AddRmsNormKernel<T, true><<<blocks, 32 * kRowsPerBlock, 0, s>>>(at, bt, st, w, w_dtype, eps, w_offset, ot, rows, d);
+  } else {
+    AddRmsNormKernel<T, false><<<blocks, 32 * kRowsPerBlock, 0, s>>>(at, bt, st, w, w_dtype, eps, w_offset, ot, rows, d);
+  }
+  INFX_CUDA_CHECK_LAUNCH();
+}
+
 template <typename T, bool kGated>
 void Launch(cudaStream_t s, const void* x, const void* z, const void* w, int w_dtype, float eps, float w_offset,
             void* out, int64_t rows, int64_t d) {
@@ -79,6 +143,16 @@ void LaunchRmsNorm(cudaStream_t s, int dtype, const void* x, const void* w, int 
     Launch<bf16, false>(s, x, nullptr, w, w_dtype, eps, w_offset, out, rows, d);
   } else {
     Launch<float, false>(s, x, nullptr, w, w_dtype, eps, w_offset, out, rows, d);
+  }
+}
+
+void LaunchAddRmsNorm(cudaStream_t s, int dtype, const void* a, const void* b, void* sum, const void* w, int w_dtype,
+                      float eps, float w_offset, void* out, int64_t rows, int64_t d) {
+  if (rows <= 0) return;
+  if (dtype == kBF16) {
+    LaunchAdd<bf16>(s, a, b, sum, w, w_dtype, eps, w_offset, out, rows, d);
+  } else {
+    LaunchAdd<float>(s, a, b, sum, w, w_dtype, eps, w_offset, out, rows, d);
   }
 }
 
