@@ -2,7 +2,7 @@
 // reasoning in reasoning_content, tool calls in tool_calls (streamed as incremental deltas).
 #include "server/http_util.h"
 #include "server/openai/chat_request.h"
-#include "server/openai/logprobs.h"
+#include "server/openai/openai_common.h"
 #include "server/openai/openai_routes.h"
 
 namespace infernix {
@@ -42,11 +42,6 @@ std::string FinishReasonOf(const RunResult& r) {
   return r.finish_reason == FinishReason::kLength ? "length" : "stop";
 }
 
-Json Usage(const RunResult& r) {
-  return {{"prompt_tokens", r.prompt_tokens},
-          {"completion_tokens", r.completion_tokens},
-          {"total_tokens", r.prompt_tokens + r.completion_tokens}};
-}
 
 Json ToolCallDeltaJson(const ToolCallDelta& d) {
   Json j = {{"index", d.index}};
@@ -106,7 +101,7 @@ void HandleChatCompletions(ModelService& service, const httplib::Request& req, h
         if (want_ids) choice["token_ids"] = TokenIds(r.tokens);
         body = head;
         body["choices"] = Json::array({choice});
-        body["usage"] = Usage(r);
+        body["usage"] = OpenAiUsage(r);
       } catch (const ApiError& e) {
         body = OpenAiErrorBody(e);
       }
@@ -151,12 +146,7 @@ void HandleChatCompletions(ModelService& service, const httplib::Request& req, h
           [&] { return sse.alive(); }});
       if (r.finish_reason == FinishReason::kCancelled) return false;
       chunk(Json::object(), FinishReasonOf(r), nullptr);
-      if (include_usage) {
-        Json j = head;
-        j["choices"] = Json::array();
-        j["usage"] = Usage(r);
-        sse.Data(j);
-      }
+      return EndOpenAiStream(sse, head, include_usage, r);
     } catch (const ApiError& e) {
       sse.Data(OpenAiErrorBody(e));
     }

@@ -1,6 +1,7 @@
 // POST /v1/completions: a raw prompt (text or token ids), no chat template, no output parsing.
 #include "server/http_util.h"
 #include "server/openai/chat_request.h"
+#include "server/openai/openai_common.h"
 #include "server/openai/openai_routes.h"
 
 namespace infernix {
@@ -42,10 +43,6 @@ Json LegacyLogprobs(const Tokenizer& tok, const std::vector<TokenOutput>& tokens
 
 const char* Finish(const RunResult& r) { return r.finish_reason == FinishReason::kLength ? "length" : "stop"; }
 
-Json Usage(const RunResult& r) {
-  return {{"prompt_tokens", r.prompt_tokens}, {"completion_tokens", r.completion_tokens},
-          {"total_tokens", r.prompt_tokens + r.completion_tokens}};
-}
 
 }  // namespace
 
@@ -89,7 +86,7 @@ void HandleCompletions(ModelService& service, const httplib::Request& req, httpl
         if (want_logprobs) choice["logprobs"] = LegacyLogprobs(*tok, r.tokens, 0);
         out = head;
         out["choices"] = Json::array({choice});
-        out["usage"] = Usage(r);
+        out["usage"] = OpenAiUsage(r);
       } catch (const ApiError& e) {
         out = OpenAiErrorBody(e);
       }
@@ -118,12 +115,7 @@ void HandleCompletions(ModelService& service, const httplib::Request& req, httpl
           [&] { return sse.alive(); }});
       if (r.finish_reason == FinishReason::kCancelled) return false;
       chunk("", nullptr, Finish(r));
-      if (include_usage) {
-        Json j = head;
-        j["choices"] = Json::array();
-        j["usage"] = Usage(r);
-        sse.Data(j);
-      }
+      return EndOpenAiStream(sse, head, include_usage, r);
     } catch (const ApiError& e) {
       sse.Data(OpenAiErrorBody(e));
     }

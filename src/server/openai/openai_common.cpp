@@ -1,4 +1,4 @@
-#include "server/openai/logprobs.h"
+#include "server/openai/openai_common.h"
 
 namespace infernix {
 namespace {
@@ -24,6 +24,22 @@ Json LogprobsContent(const Tokenizer& tokenizer, const std::vector<TokenOutput>&
     out.push_back(std::move(e));
   }
   return out;
+}
+
+Json OpenAiUsage(const RunResult& r) {
+  return {{"prompt_tokens", r.prompt_tokens},
+          {"completion_tokens", r.completion_tokens},
+          {"total_tokens", r.prompt_tokens + r.completion_tokens}};
+}
+
+bool EndOpenAiStream(SseWriter& sse, const Json& head, bool include_usage, const RunResult& r) {
+  if (include_usage) {
+    Json j = head;
+    j["choices"] = Json::array();
+    j["usage"] = OpenAiUsage(r);
+    sse.Data(j);
+  }
+  return sse.Raw("data: [DONE]\n\n");
 }
 
 }  // namespace infernix
