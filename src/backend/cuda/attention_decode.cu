@@ -39,6 +39,7 @@ __host__ __device__ inline SmemLayout Layout(int group, int d) {
 __global__ void __launch_bounds__(kThreads)
     AttentionSplitKernel(DeviceLayout layout, KvCacheView kv, const bf16* q, int n_heads, float scale, int n_splits,
                          int chunk, float* ws_o, float* ws_ml, bf16* direct_out) {
+  AllowDependentLaunch();
   const int t = blockIdx.x, kvh = blockIdx.y, split = blockIdx.z;
   const int hkv = kv.n_kv_heads, d = kv.head_dim, group = n_heads / hkv, tid = threadIdx.x;
   const int seq = layout.token_seq[t], slot = layout.seq_info[seq * 4], pos = layout.token_pos[t];
@@ -92,21 +93,19 @@ __global__ void __launch_bounds__(kThreads)
       if (lane == 0) ss[gi * kKeys + j] = acc;
     }
     __syncthreads();
-    // Online softmax, one thread per head of the group.
-    for (int gi = tid; gi < group; gi += kThreads) {
-      float m_old = ms[gi], mx = -INFINITY;
-      for (int j = 0; j < nk; ++j) mx = fmaxf(mx, ss[gi * kKeys + j]);
-      float m_new = fmaxf(m_old, mx);
-      float sum = 0;
-      for (int j = 0; j < nk; ++j) {
-        float p = expf(ss[gi * kKeys + j] - m_new);
-        ss[gi * kKeys + j] = p;
-        sum += p;
+    // Online softmax, one warp per head of the group, lane = key.
+    for (int gi = warp; gi < group; gi += kThreads / 32) {
+      const float sc = lane < nk ? ss[gi * kKeys + lane] : -INFINITY;
+      const float m_old = ms[gi], m_new = fmaxf(m_old, WarpMax(sc));
+      const float p = lane < nk ? expf(sc - m_new) : 0.0f;
+      if (lane < nk) ss[gi * kKeys + lane] = p;
+      const float sum = WarpSum(p);
+      if (lane == 0) {
+        const float a = expf(m_old - m_new);  // 0 on the first sub-tile (m_old = -inf)
+        al[gi] = a;
+        ls[gi] = ls[gi] * a + sum;
+        ms[gi] = m_new;
       }
-      float a = expf(m_old - m_new);  // 0 on the first sub-tile (m_old = -inf)
-      al[gi] = a;
-      ls[gi] = ls[gi] * a + sum;
-      ms[gi] = m_new;
     }
     __syncthreads();
     for (int i = tid; i < group * d; i += kThreads) {
@@ -136,6 +135,7 @@ __global__ void __launch_bounds__(kThreads)
 
 __global__ void AttentionCombineKernel(int n_heads, int d, int n_splits, const float* ws_o, const float* ws_ml,
                                        bf16* out) {
+  AllowDependentLaunch();
   const int64_t head = static_cast<int64_t>(blockIdx.x) * n_heads + blockIdx.y;
   const float* ml = ws_ml + head * n_splits * 2;
   float m = -INFINITY;

@@ -75,9 +75,7 @@ CudaBackend::CudaBackend(const CudaOptions& options)
       weights_("model weights", size_t{64} << 20, size_t{1} << 30),
       scratch_("activations", size_t{32} << 20, size_t{1} << 30),
       staging_{cuda::PinnedArena(kStagingBytes), cuda::PinnedArena(kStagingBytes)},
-      recorder_(stream_, options.graphs),
-      counter_(256, "a kernel counter") {
-  INFX_CUDA_CHECK(cudaMemset(counter_.data(), 0, counter_.size_bytes()));
+      recorder_(stream_, options.graphs) {
   int optin = 0;
   INFX_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device_));
   smem_optin_ = static_cast<size_t>(optin);
@@ -105,10 +103,6 @@ void CudaBackend::FlushPending() {
     case Pending::kNone: break;
     case Pending::kAdd:
       recorder_.Launch(cuda::LaunchBinary, static_cast<int>(cuda::kOpAdd), static_cast<int>(pending_out_.dtype),
-                       pending_a_.data, pending_b_.data, pending_out_.data, pending_out_.numel());
-      break;
-    case Pending::kSiluMul:
-      recorder_.Launch(cuda::LaunchBinary, static_cast<int>(cuda::kOpSiluMul), static_cast<int>(pending_out_.dtype),
                        pending_a_.data, pending_b_.data, pending_out_.data, pending_out_.numel());
       break;
     case Pending::kHeads:

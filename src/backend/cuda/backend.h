@@ -5,7 +5,8 @@
 // recorder (recorder.h); nothing runs until a synchronisation point: CopyToHost, ResetScratch, a state
 // change, Synchronize(). A queued unit that was seen before replays as a CUDA graph, so a decode step
 // costs a handful of launches. Consecutive small-batch MatMuls that share their input are merged into
-// one weight-streaming launch (gemv.cu).
+// one weight-streaming launch (gemv.cu), and neighbouring ops of the decode path are fused (a residual
+// add with the norm after it; the q/k norms, RoPE and the KV-cache append of an attention layer).
 //
 // Memory. Weights live in one device arena (one backend per model), activations in a scratch arena
 // reset before every forward pass (no allocation once a shape has been seen), small uploads (token
@@ -114,7 +115,7 @@ class CudaBackend final : public Backend {
 
   // An op held back because the next one may fuse with it. Invariant: the pending op and the
   // pending GEMV group are never both non-empty.
-  enum class Pending { kNone, kAdd, kHeads, kSiluMul };
+  enum class Pending { kNone, kAdd, kHeads };
   struct PendingHead {  // an in-place per-head RMSNorm, maybe followed by RoPE
     Tensor x, w;
     float eps = 0, w_offset = 0;
@@ -142,9 +143,8 @@ class CudaBackend final : public Backend {
   cuda::DeviceLayout layout_device_{};
   std::map<const void*, ExpertTableEntry> expert_tables_;
   Pending pending_ = Pending::kNone;
-  Tensor pending_a_, pending_b_, pending_out_;  // kAdd: out = a + b; kSiluMul: out = silu(a) * b
+  Tensor pending_a_, pending_b_, pending_out_;  // kAdd: out = a + b
   std::vector<PendingHead> pending_heads_;      // kHeads: up to 2 (q, k)
-  cuda::DeviceBuffer counter_;                  // zero between fused GEMV launches
 };
 
 }  // namespace infernix

@@ -89,24 +89,6 @@ void CudaBackend::MatMul(const Tensor& x, const Tensor& w, Tensor out) {
   INFX_CHECK(IsAct(x) && IsAct(out) && IsFloat(w));
   if (n == 0 || m == 0) return;
   const bool bf16 = x.dtype == DType::kBF16 && w.dtype == DType::kBF16;
-  if (pending_ == Pending::kSiluMul && x.data == pending_out_.data && x.numel() == pending_out_.numel() && bf16 &&
-      n <= cuda::kGemvMaxTokens && k % 8 == 0 && Aligned(w.data, 16)) {
-    pending_ = Pending::kNone;
-    cuda::GemvBatch b{};
-    b.seg[0].w = w.data;
-    b.seg[0].out = out.data;
-    b.seg[0].rows = m;
-    b.seg[0].out_dtype = Dt(out);
-    b.n_segments = 1;
-    b.x = pending_a_.data;
-    b.x_up = pending_b_.data;
-    b.x_store = pending_out_.data;
-    b.counter = static_cast<unsigned*>(counter_.data());
-    b.n = n;
-    b.k = k;
-    recorder_.Launch(cuda::LaunchGemv, b);
-    return;
-  }
   FlushPending();
   if (bf16 && options_.gemv && n <= cuda::kGemvMaxTokens && k % 8 == 0 && Aligned(x.data, 16) &&
       Aligned(w.data, 16)) {
@@ -125,7 +107,7 @@ void CudaBackend::MatMul(const Tensor& x, const Tensor& w, Tensor out) {
     gemv_.x = x.data;
     gemv_.n = n;
     gemv_.k = k;
-    gemv_.unused = 0;
+    gemv_.pdl = props_.major >= 9 ? 1 : 0;
     return;
   }
   if (bf16 && options_.cublas) {
@@ -156,16 +138,6 @@ void CudaBackend::Add(const Tensor& a, const Tensor& b, Tensor out) {
 void CudaBackend::SiluMul(const Tensor& gate, const Tensor& up, Tensor out) {
   CheckSameAct(gate, up);
   CheckSameAct(gate, out);
-  FlushGemv();
-  FlushPending();
-  if (options_.fuse && options_.gemv && gate.dtype == DType::kBF16 && gate.rows() <= cuda::kGemvMaxTokens &&
-      gate.cols() % 8 == 0 && Aligned(gate.data, 16) && Aligned(up.data, 16) && Aligned(out.data, 16)) {
-    pending_ = Pending::kSiluMul;  // held back: the down projection reads it as it streams its weights
-    pending_a_ = gate;
-    pending_b_ = up;
-    pending_out_ = out;
-    return;
-  }
   Enqueue(cuda::LaunchBinary, static_cast<int>(cuda::kOpSiluMul), Dt(gate), gate.data, up.data, out.data,
           gate.numel());
 }
@@ -283,10 +255,10 @@ void CudaBackend::Attention(const Tensor& q, const Tensor& k, const Tensor& v, S
   // Splits sized for the state's max_context (not the current lengths), so that decode steps keep
   // the same launch shape and replay as one graph; chunks past a sequence's end exit at once.
   const int64_t target_blocks = 2 * static_cast<int64_t>(props_.multiProcessorCount);
-  const int64_t max_splits = std::max<int64_t>(1, (spec.max_context + 255) / 256);
+  const int64_t max_splits = std::max<int64_t>(1, (spec.max_context + 63) / 64);  // chunks of >= 64 keys
   const int64_t splits = std::clamp<int64_t>((target_blocks + n * hkv - 1) / (n * hkv), 1, max_splits);
   int64_t chunk = (spec.max_context + splits - 1) / splits;
-  chunk = (chunk + 31) / 32 * 32;
+  chunk = (chunk + 63) / 64 * 64;
   if (splits == 1) {  // the split kernel writes the output itself
     Enqueue(cuda::LaunchAttentionSplit, dl, kv, q.data, static_cast<int32_t>(hq), scale, 1, static_cast<int32_t>(chunk),
             static_cast<float*>(nullptr), static_cast<float*>(nullptr), out.data);

@@ -92,6 +92,24 @@ __device__ __forceinline__ float BlockSum(float v, float* shared) {
   return total;
 }
 
+// Lets the next kernel, when launched as a programmatic dependent (the GEMV), start early; it waits
+// for this one's results itself (griddepcontrol.wait). No-op before sm_90.
+__device__ __forceinline__ void AllowDependentLaunch() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+
+// 8 consecutive weights (any float dtype) as f32; the bf16 path needs 16-byte alignment of w + i.
+__device__ __forceinline__ void Load8W(const void* w, int dt, int64_t i, float* v) {
+  if (dt == kBF16) {
+    Load8(static_cast<const bf16*>(w) + i, v);
+  } else {
+#pragma unroll
+    for (int j = 0; j < 8; ++j) v[j] = LoadF(w, dt, i + j);
+  }
+}
+
 __device__ __forceinline__ float SiluF(float x) { return x / (1.0f + expf(-x)); }
 __device__ __forceinline__ float SigmoidF(float x) { return 1.0f / (1.0f + expf(-x)); }
 

@@ -15,6 +15,7 @@ __device__ __forceinline__ float Apply(float a, float b) {
 // Thread i handles elements [8i, 8i + 8); kVec: 16-byte aligned pointers, whole groups of 8.
 template <typename T, int kOp, bool kVec>
 __global__ void BinaryKernel(const T* a, const T* b, T* out, int64_t n) {
+  AllowDependentLaunch();
   int64_t i = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * 8;
   if (i >= n) return;
   if (kVec && i + 8 <= n) {

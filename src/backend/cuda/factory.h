@@ -19,8 +19,8 @@ struct CudaOptions {
   // Matrix-product paths; turning one off sends its cases to the next (gemv -> cuBLASLt -> CUDA cores).
   bool gemv = true;
   bool cublas = true;
-  // Fuse neighbouring ops on the decode path (add + norm, q/k norm + RoPE + KV append, SiLU-and-
-  // multiply + down projection); off: every op is its own launch (tests compare the two).
+  // Fuse neighbouring ops (residual add + norm, q/k norm + RoPE + KV append); off: every op is its
+  // own launch (tests compare the two).
   bool fuse = true;
 };
 

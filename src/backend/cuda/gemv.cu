@@ -8,13 +8,16 @@
 // order of k: thread (g, t) feeds its 8 values into the fragment slots {2t, 2t+1, 2t+8, 2t+9} of two
 // consecutive mmas, and x is loaded with the very same permutation, so A and B stay consistent.
 // Partial sums of the 8 warps are added in shared memory in a fixed order (deterministic).
+//
+// On sm_90 the kernel is launched as a programmatic dependent of the kernel before it: it issues its
+// first weight loads (weights never change) before waiting for that kernel's results (x), so weight
+// streaming overlaps the tail and launch of the previous kernel.
 #include "backend/cuda/device_util.cuh"
 
 namespace infernix::cuda {
 namespace {
 
 constexpr int kWarps = 8;
-constexpr int kUnroll = 4;
 
 __device__ __forceinline__ void Mma16816(float* c, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
                                          uint32_t b1) {
@@ -25,19 +28,8 @@ __device__ __forceinline__ void Mma16816(float* c, uint32_t a0, uint32_t a1, uin
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
-// bf16(silu(g) * u) for 8 packed values, rounded as SiluMul stores them.
-__device__ __forceinline__ uint4 SiluMul8(uint4 g, uint4 u) {
-  const bf16* ge = reinterpret_cast<const bf16*>(&g);
-  const bf16* ue = reinterpret_cast<const bf16*>(&u);
-  uint4 r;
-  bf16* re = reinterpret_cast<bf16*>(&r);
-#pragma unroll
-  for (int i = 0; i < 8; ++i) re[i] = __float2bfloat16_rn(SiluF(__bfloat162float(ge[i])) * __bfloat162float(ue[i]));
-  return r;
-}
-
-// kTiles: tiles of 8 tokens (1: n <= 8, 2: n <= 16).
-template <int kTiles>
+// kTiles: tiles of 8 tokens (1: n <= 8, 2: n <= 16); kUnroll: steps of weight loads in flight per thread.
+template <int kTiles, int kUnroll>
 __global__ void __launch_bounds__(32 * kWarps) GemvKernel(GemvBatch p) {
   // Find this block's segment and 16-row tile.
   int64_t tile = blockIdx.x;
@@ -58,37 +50,43 @@ __global__ void __launch_bounds__(32 * kWarps) GemvKernel(GemvBatch p) {
   const uint4* wg = reinterpret_cast<const uint4*>(w + min(row0 + g, rows - 1) * k);
   const uint4* wh = reinterpret_cast<const uint4*>(w + min(row0 + g + 8, rows - 1) * k);
   const uint4* xr[kTiles];
-  const uint4* ur[kTiles];
   bool xv[kTiles];
-  const bool fused = p.x_up != nullptr;
 #pragma unroll
   for (int j = 0; j < kTiles; ++j) {
     int64_t token = j * 8 + g;
     xv[j] = token < n;
-    int64_t off = (xv[j] ? token : 0) * k;
-    xr[j] = reinterpret_cast<const uint4*>(static_cast<const bf16*>(p.x) + off);
-    ur[j] = fused ? reinterpret_cast<const uint4*>(static_cast<const bf16*>(p.x_up) + off) : nullptr;
+    xr[j] = reinterpret_cast<const uint4*>(static_cast<const bf16*>(p.x) + (xv[j] ? token : 0) * k);
   }
   float acc[kTiles][4];
 #pragma unroll
   for (int j = 0; j < kTiles; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
 
-  const int64_t chunks = k / 8;          // 16-byte chunks per row
+  const int64_t chunks = k / 8;            // 16-byte chunks per row
   const int64_t steps = (chunks + 3) / 4;  // a warp step covers 4 chunks (32 values) of its 16 rows
   const uint4 zero = make_uint4(0, 0, 0, 0);
-  for (int64_t s0 = warp; s0 < steps; s0 += kWarps * kUnroll) {
-    uint4 a[kUnroll], b[kUnroll], xs[kUnroll][kTiles];
+  uint4 a[kUnroll], b[kUnroll];
+  auto load_weights = [&](int64_t s0) {
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       int64_t c = (s0 + u * kWarps) * 4 + t;
       bool ok = c < chunks;
       a[u] = ok ? __ldcs(wg + c) : zero;
       b[u] = ok ? __ldcs(wh + c) : zero;
+    }
+  };
+  load_weights(warp);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");  // x is ready (no-op without a programmatic launch)
+#endif
+  for (int64_t s0 = warp; s0 < steps; s0 += kWarps * kUnroll) {
+    if (s0 != warp) load_weights(s0);
+    uint4 xs[kUnroll][kTiles];
 #pragma unroll
-      for (int j = 0; j < kTiles; ++j) {
-        xs[u][j] = ok && xv[j] ? __ldg(xr[j] + c) : zero;
-        if (fused && ok && xv[j]) xs[u][j] = SiluMul8(xs[u][j], __ldg(ur[j] + c));
-      }
+    for (int u = 0; u < kUnroll; ++u) {
+      int64_t c = (s0 + u * kWarps) * 4 + t;
+      bool ok = c < chunks;
+#pragma unroll
+      for (int j = 0; j < kTiles; ++j) xs[u][j] = ok && xv[j] ? __ldg(xr[j] + c) : zero;
     }
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
@@ -116,24 +114,22 @@ __global__ void __launch_bounds__(32 * kWarps) GemvKernel(GemvBatch p) {
     int64_t token = j * 8 + 2 * (ln & 3) + (e & 1);
     if (row < rows && token < n) StoreF(sg.out, sg.out_dtype, token * rows + row, sum);
   }
-  // The fused SiluMul's own output, written by the last block to finish (x_store may alias x or x_up,
-  // which every block reads). The counter is zero between launches.
-  if (fused && p.x_store != nullptr) {
-    __shared__ bool last;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      __threadfence();
-      last = atomicAdd(p.counter, 1u) == gridDim.x - 1;
-    }
-    __syncthreads();
-    if (last) {
-      const uint4* gx = static_cast<const uint4*>(p.x);
-      const uint4* ux = static_cast<const uint4*>(p.x_up);
-      uint4* st = static_cast<uint4*>(p.x_store);
-      for (int64_t i = threadIdx.x; i < n * chunks; i += blockDim.x) st[i] = SiluMul8(__ldcg(gx + i), __ldcg(ux + i));
-      if (threadIdx.x == 0) *p.counter = 0;
-    }
+}
+
+template <int kTiles, int kUnroll>
+void Launch(cudaStream_t s, const GemvBatch& batch, int64_t tiles) {
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(static_cast<unsigned>(tiles));
+  cfg.blockDim = dim3(32 * kWarps);
+  cfg.stream = s;
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  if (batch.pdl) {
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
   }
+  INFX_CUDA_CHECK(cudaLaunchKernelEx(&cfg, GemvKernel<kTiles, kUnroll>, batch));
 }
 
 }  // namespace
@@ -143,9 +139,9 @@ void LaunchGemv(cudaStream_t s, GemvBatch batch) {
   for (int i = 0; i < batch.n_segments; ++i) tiles += (batch.seg[i].rows + 15) / 16;
   if (tiles == 0 || batch.n == 0) return;
   if (batch.n <= 8) {
-    GemvKernel<1><<<static_cast<unsigned>(tiles), 32 * kWarps, 0, s>>>(batch);
+    Launch<1, 8>(s, batch, tiles);
   } else {
-    GemvKernel<2><<<static_cast<unsigned>(tiles), 32 * kWarps, 0, s>>>(batch);
+    Launch<2, 4>(s, batch, tiles);
   }
   INFX_CUDA_CHECK_LAUNCH();
 }

@@ -88,17 +88,13 @@ struct GemvSegment {
   int64_t rows = 0;
   int32_t out_dtype = kBF16, unused = 0;
 };
-// x_up: when set, the products read x' = bf16(silu(x) * x_up) instead of x (SiluMul fused into the
-// down projection), and x_store (when set; it may alias x) receives x', written by the last block
-// with the help of `counter`, a device word that is zero between launches.
+// pdl: launch as a programmatic dependent of the previous kernel (sm_90+): the weights start
+// streaming before x is ready.
 struct GemvBatch {
   GemvSegment seg[4];
   const void* x = nullptr;
-  const void* x_up = nullptr;
-  void* x_store = nullptr;
-  unsigned* counter = nullptr;
   int64_t n = 0, k = 0;
-  int32_t n_segments = 0, unused = 0;
+  int32_t n_segments = 0, pdl = 0;
 };
 constexpr int kGemvMaxTokens = 16;
 void LaunchGemv(cudaStream_t s, GemvBatch batch);
@@ -140,6 +136,7 @@ void LaunchAttentionCombine(cudaStream_t s, int32_t n_tokens, int32_t n_heads, i
 // Flash attention over query tiles (layout.tiles), tensor cores; head_dim % 8 == 0 and <= 256.
 void LaunchAttentionFlash(cudaStream_t s, DeviceLayout layout, KvCacheView kv, const void* q, int32_t n_heads,
                           float scale, void* out);
+// Kernels that usually precede a GEMV let it launch early (griddepcontrol.launch_dependents, sm_90+).
 // Raises the dynamic shared-memory limits of the attention kernels (once per device, before use);
 // max_smem_optin: the device's cudaDevAttrMaxSharedMemoryPerBlockOptin.
 void ConfigureAttentionKernels(size_t max_smem_optin);

@@ -25,56 +25,52 @@ __device__ __forceinline__ float RoundBf16(float v) { return __bfloat162float(__
 constexpr int kPrepWarps = 4;
 constexpr int kPrepMaxDim = 256;
 
-// One block per token; each warp prepares one head row at a time in shared memory.
+// Grid (token, group of kPrepWarps head rows); each warp prepares one head row in shared memory.
 __global__ void __launch_bounds__(32 * kPrepWarps) QkvPrepKernel(DeviceLayout layout, KvCacheView kv, QkvPrep p) {
   __shared__ float rows[kPrepWarps][kPrepMaxDim];
   const int t = blockIdx.x, warp = threadIdx.x >> 5, lane = threadIdx.x & 31, d = p.head_dim;
   float* row = rows[warp];
-  int total = 0;
-  for (int i = 0; i < p.n_tensors; ++i) total += p.t[i].heads;
+  int h = blockIdx.y * kPrepWarps + warp, ti = 0;
+  while (ti < p.n_tensors && h >= p.t[ti].heads) h -= p.t[ti++].heads;
+  if (ti >= p.n_tensors) return;
+  const HeadPrep& hp = p.t[ti];
   const int pos = layout.token_pos[t];
-  for (int r = warp; r < total; r += kPrepWarps) {
-    int ti = 0, h = r;
-    while (h >= p.t[ti].heads) h -= p.t[ti++].heads;
-    const HeadPrep& hp = p.t[ti];
-    bf16* x = static_cast<bf16*>(hp.x) + (static_cast<int64_t>(t) * hp.heads + h) * d;
-    float ss = 0;
-    for (int i = lane; i < d; i += 32) {
-      float v = __bfloat162float(x[i]);
-      row[i] = v;
-      ss += v * v;
-    }
-    if (hp.norm_w != nullptr) {
-      ss = WarpSum(ss);
-      const float inv = 1.0f / sqrtf(ss / static_cast<float>(d) + hp.eps);
-      for (int i = lane; i < d; i += 32) row[i] = RoundBf16(row[i] * inv * (LoadF(hp.norm_w, hp.w_dtype, i) + hp.w_offset));
-    }
-    __syncwarp();
-    if (hp.rope) {
-      for (int i = lane; i < p.half; i += 32) {
-        float sn, cs;
-        sincosf(static_cast<float>(pos) * p.inv_freq[i], &sn, &cs);
-        cs *= p.rope_scale;
-        sn *= p.rope_scale;
-        float a = row[i], c = row[i + p.half];
-        row[i] = RoundBf16(a * cs - c * sn);
-        row[i + p.half] = RoundBf16(c * cs + a * sn);
-      }
-      __syncwarp();
-    }
-    bf16* cache = nullptr;
-    if (hp.cache != 0) {
-      const int seq = layout.token_seq[t], slot = layout.seq_info[seq * 4];
-      const int page = kv.page_table[static_cast<int64_t>(slot) * kv.pages_per_slot + pos / kPageSize];
-      cache = static_cast<bf16*>(hp.cache == 1 ? kv.k_pages : kv.v_pages) +
-              ((static_cast<int64_t>(page) * kv.n_kv_heads + h) * kPageSize + pos % kPageSize) * d;
-    }
-    for (int i = lane; i < d; i += 32) {
-      bf16 v = __float2bfloat16_rn(row[i]);
-      if (hp.norm_w != nullptr || hp.rope) x[i] = v;
-      if (cache != nullptr) cache[i] = v;
+  bf16* x = static_cast<bf16*>(hp.x) + (static_cast<int64_t>(t) * hp.heads + h) * d;
+  float ss = 0;
+  for (int i = lane; i < d; i += 32) {
+    float v = __bfloat162float(x[i]);
+    row[i] = v;
+    ss += v * v;
+  }
+  if (hp.norm_w != nullptr) {
+    ss = WarpSum(ss);
+    const float inv = 1.0f / sqrtf(ss / static_cast<float>(d) + hp.eps);
+    for (int i = lane; i < d; i += 32) row[i] = RoundBf16(row[i] * inv * (LoadF(hp.norm_w, hp.w_dtype, i) + hp.w_offset));
+  }
+  __syncwarp();
+  if (hp.rope) {
+    for (int i = lane; i < p.half; i += 32) {
+      float sn, cs;
+      sincosf(static_cast<float>(pos) * p.inv_freq[i], &sn, &cs);
+      cs *= p.rope_scale;
+      sn *= p.rope_scale;
+      float a = row[i], c = row[i + p.half];
+      row[i] = RoundBf16(a * cs - c * sn);
+      row[i + p.half] = RoundBf16(c * cs + a * sn);
     }
     __syncwarp();
+  }
+  bf16* cache = nullptr;
+  if (hp.cache != 0) {
+    const int seq = layout.token_seq[t], slot = layout.seq_info[seq * 4];
+    const int page = kv.page_table[static_cast<int64_t>(slot) * kv.pages_per_slot + pos / kPageSize];
+    cache = static_cast<bf16*>(hp.cache == 1 ? kv.k_pages : kv.v_pages) +
+            ((static_cast<int64_t>(page) * kv.n_kv_heads + h) * kPageSize + pos % kPageSize) * d;
+  }
+  for (int i = lane; i < d; i += 32) {
+    bf16 v = __float2bfloat16_rn(row[i]);
+    if (hp.norm_w != nullptr || hp.rope) x[i] = v;
+    if (cache != nullptr) cache[i] = v;
   }
 }
 
@@ -83,7 +79,10 @@ __global__ void __launch_bounds__(32 * kPrepWarps) QkvPrepKernel(DeviceLayout la
 void LaunchQkvPrep(cudaStream_t s, DeviceLayout layout, KvCacheView kv, QkvPrep prep) {
   if (layout.n_tokens == 0) return;
   INFX_CHECK(prep.head_dim <= kPrepMaxDim && 2 * prep.half <= prep.head_dim);
-  QkvPrepKernel<<<static_cast<unsigned>(layout.n_tokens), 32 * kPrepWarps, 0, s>>>(layout, kv, prep);
+  int total = 0;
+  for (int i = 0; i < prep.n_tensors; ++i) total += prep.t[i].heads;
+  dim3 grid(static_cast<unsigned>(layout.n_tokens), static_cast<unsigned>((total + kPrepWarps - 1) / kPrepWarps));
+  QkvPrepKernel<<<grid, 32 * kPrepWarps, 0, s>>>(layout, kv, prep);
   INFX_CUDA_CHECK_LAUNCH();
 }
 

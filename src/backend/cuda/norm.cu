@@ -11,6 +11,7 @@ template <typename T, bool kVec, bool kGated>
 __global__ void __launch_bounds__(32 * kRowsPerBlock)
     RmsNormKernel(const T* x, const T* z, const void* w, int w_dtype, float eps, float w_offset, T* out, int64_t rows,
                   int64_t d) {
+  AllowDependentLaunch();
   int64_t row = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + (threadIdx.x >> 5);
   int lane = threadIdx.x & 31;
   if (row >= rows) return;
@@ -59,6 +60,7 @@ template <typename T, bool kVec>
 __global__ void __launch_bounds__(32 * kRowsPerBlock)
     AddRmsNormKernel(const T* a, const T* b, T* sum, const void* w, int w_dtype, float eps, float w_offset, T* out,
                      int64_t rows, int64_t d) {
+  AllowDependentLaunch();
   int64_t row = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + (threadIdx.x >> 5);
   int lane = threadIdx.x & 31;
   if (row >= rows) return;
@@ -118,6 +120,73 @@ void LaunchAdd(cudaStream_t s, const void* a, const void* b, void* sum, const vo
   INFX_CUDA_CHECK_LAUNCH();
 }
 
+// Block per row for few rows (decode): each thread keeps up to kMaxChunks groups of 8 values in
+// registers, so the row is read once; bf16, d % 8 == 0, 16-byte aligned rows and weights.
+constexpr int kRowThreads = 512, kMaxChunks = 4;
+
+template <bool kAdd>
+__global__ void __launch_bounds__(kRowThreads)
+    RowNormKernel(const bf16* a, const bf16* b, bf16* sum, const void* w, int w_dtype, float eps, float w_offset,
+                  bf16* out, int64_t d) {
+  AllowDependentLaunch();
+  __shared__ float red[32];
+  const int64_t row = blockIdx.x, chunks = d / 8;
+  float v[kMaxChunks][8];
+  float ss = 0;
+#pragma unroll
+  for (int q = 0; q < kMaxChunks; ++q) {
+    const int64_t c = threadIdx.x + static_cast<int64_t>(q) * blockDim.x;
+    if (c < chunks) {
+      Load8(a + row * d + c * 8, v[q]);
+      if constexpr (kAdd) {
+        float vb[8];
+        Load8(b + row * d + c * 8, vb);
+#pragma unroll
+        for (int j = 0; j < 8; ++j) v[q][j] = __bfloat162float(__float2bfloat16_rn(v[q][j] + vb[j]));
+        Store8(sum + row * d + c * 8, v[q]);
+      }
+#pragma unroll
+      for (int j = 0; j < 8; ++j) ss += v[q][j] * v[q][j];
+    }
+  }
+  ss = BlockSum(ss, red);
+  const float inv = 1.0f / sqrtf(ss / static_cast<float>(d) + eps);
+#pragma unroll
+  for (int q = 0; q < kMaxChunks; ++q) {
+    const int64_t c = threadIdx.x + static_cast<int64_t>(q) * blockDim.x;
+    if (c < chunks) {
+      float wv[8];
+      Load8W(w, w_dtype, c * 8, wv);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) v[q][j] = v[q][j] * inv * (wv[j] + w_offset);
+      Store8(out + row * d + c * 8, v[q]);
+    }
+  }
+}
+
+// Whether RowNormKernel serves this call; then launches it.
+bool TryRowNorm(cudaStream_t s, int dtype, const void* a, const void* b, void* sum, const void* w, int w_dtype, float eps,
+                float w_offset, void* out, int64_t rows, int64_t d) {
+  const int64_t chunks = d / 8;
+  const bool w_ok = w_dtype != kBF16 || Aligned16(w);
+  if (dtype != kBF16 || rows > 64 || d % 8 != 0 || chunks > static_cast<int64_t>(kRowThreads) * kMaxChunks || !w_ok ||
+      !Aligned16(a) || !Aligned16(out) || (b != nullptr && (!Aligned16(b) || !Aligned16(sum))))
+    return false;
+  const int threads = static_cast<int>(std::min<int64_t>(kRowThreads, (std::min<int64_t>(chunks, kRowThreads) + 31) / 32 * 32));
+  if (threads * kMaxChunks < chunks) return false;
+  const bf16* at = static_cast<const bf16*>(a);
+  if (b != nullptr) {
+    RowNormKernel<true><<<static_cast<unsigned>(rows), threads, 0, s>>>(at, static_cast<const bf16*>(b),
+                                                                          static_cast<bf16*>(sum), w, w_dtype, eps,
+                                                                          w_offset, static_cast<bf16*>(out), d);
+  } else {
+    RowNormKernel<false><<<static_cast<unsigned>(rows), threads, 0, s>>>(at, nullptr, nullptr, w, w_dtype, eps, w_offset,
+                                                                           static_cast<bf16*>(out), d);
+  }
+  INFX_CUDA_CHECK_LAUNCH();
+  return true;
+}
+
 template <typename T, bool kGated>
 void Launch(cudaStream_t s, const void* x, const void* z, const void* w, int w_dtype, float eps, float w_offset,
             void* out, int64_t rows, int64_t d) {
@@ -139,6 +208,7 @@ void Launch(cudaStream_t s, const void* x, const void* z, const void* w, int w_d
 void LaunchRmsNorm(cudaStream_t s, int dtype, const void* x, const void* w, int w_dtype, float eps, float w_offset,
                    void* out, int64_t rows, int64_t d) {
   if (rows <= 0) return;
+  if (TryRowNorm(s, dtype, x, nullptr, nullptr, w, w_dtype, eps, w_offset, out, rows, d)) return;
   if (dtype == kBF16) {
     Launch<bf16, false>(s, x, nullptr, w, w_dtype, eps, w_offset, out, rows, d);
   } else {
@@ -149,6 +219,7 @@ void LaunchRmsNorm(cudaStream_t s, int dtype, const void* x, const void* w, int 
 void LaunchAddRmsNorm(cudaStream_t s, int dtype, const void* a, const void* b, void* sum, const void* w, int w_dtype,
                       float eps, float w_offset, void* out, int64_t rows, int64_t d) {
   if (rows <= 0) return;
+  if (TryRowNorm(s, dtype, a, b, sum, w, w_dtype, eps, w_offset, out, rows, d)) return;
   if (dtype == kBF16) {
     LaunchAdd<bf16>(s, a, b, sum, w, w_dtype, eps, w_offset, out, rows, d);
   } else {
