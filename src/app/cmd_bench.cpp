@@ -164,9 +164,20 @@ void Run(const BenchOptions& o) {
     };
     for (int64_t pos = 0; pos < 4; ++pos) step(pos);  // warm-up (CUDA: graph capture)
     for (int s = 0; s < b; ++s) state->ClearSlot(s);
+    std::optional<BackendCounters> before = ReadBackendCounters(*backend);
     auto t0 = std::chrono::steady_clock::now();
     for (int64_t pos = 0; pos < o.n_gen; ++pos) step(pos);
     double t = Seconds(t0, std::chrono::steady_clock::now());
+    if (std::optional<BackendCounters> after = ReadBackendCounters(*backend); before && after) {
+      int64_t timed = after->units_timed - before->units_timed;
+      std::printf("tg%lld batch %d: %lld units replayed as graphs, %lld captured, %lld eager; GPU busy %.3f ms of "
+                  "%.3f ms per step\n",
+                  static_cast<long long>(o.n_gen), b, static_cast<long long>(after->units_replayed - before->units_replayed),
+                  static_cast<long long>(after->units_captured - before->units_captured),
+                  static_cast<long long>(after->units_eager - before->units_eager),
+                  timed > 0 ? (after->gpu_ms - before->gpu_ms) / static_cast<double>(timed) : 0.0,
+                  t * 1e3 / static_cast<double>(o.n_gen));
+    }
     double step_s = t / static_cast<double>(o.n_gen);
     // Bytes read per step: every weight but the embedding table, and the K/V of each sequence's context.
     double avg_context = (static_cast<double>(o.n_gen) + 1) / 2;

@@ -6,6 +6,7 @@
 #include "backend/cuda/factory.h"
 #endif
 
+
 namespace infernix {
 
 std::string CudaUnavailable(int device) {
@@ -39,6 +40,18 @@ std::optional<DeviceCeilings> MeasureDeviceCeilings(Backend& backend) {
   if (backend.name() == "cuda") {
     CudaDeviceReport r = MeasureCudaDevice(backend);
     return DeviceCeilings{r.name, r.copy_bytes_per_s, r.bf16_flops_per_s};
+  }
+#else
+  (void)backend;
+#endif
+  return std::nullopt;
+}
+
+std::optional<BackendCounters> ReadBackendCounters(Backend& backend) {
+#ifdef INFERNIX_HAVE_CUDA
+  if (backend.name() == "cuda") {
+    CudaCounters c = ReadCudaCounters(backend);
+    return BackendCounters{c.units_eager, c.units_captured, c.units_replayed, c.units_timed, c.gpu_ms};
   }
 #else
   (void)backend;

@@ -32,4 +32,12 @@ struct DeviceCeilings {
 };
 std::optional<DeviceCeilings> MeasureDeviceCeilings(Backend& backend);
 
+// Execution counters of a CUDA backend (nullopt for others): units of queued work run eagerly,
+// captured into a CUDA graph or replayed, and the device time of the units timed so far.
+struct BackendCounters {
+  int64_t units_eager = 0, units_captured = 0, units_replayed = 0, units_timed = 0;
+  double gpu_ms = 0;
+};
+std::optional<BackendCounters> ReadBackendCounters(Backend& backend);
+
 }  // namespace infernix

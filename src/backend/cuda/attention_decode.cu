@@ -76,12 +76,25 @@ __global__ void __launch_bounds__(kThreads)
   for (int kb = begin; kb < end; kb += kKeys) {
     const int nk = min(kKeys, end - kb);
     __syncthreads();  // previous sub-tile fully consumed (and q/o/m/l initialised)
-    for (int i = tid; i < nk * d; i += kThreads) {
-      int j = i / d, dd = i - j * d, p = kb + j;
-      int page = kv.page_table[static_cast<int64_t>(slot) * kv.pages_per_slot + p / kPageSize];
-      int64_t src = ((static_cast<int64_t>(page) * hkv + kvh) * kPageSize + p % kPageSize) * d + dd;
-      ks[i] = kpages[src];
-      vs[i] = vpages[src];
+    if (d % 8 == 0) {  // a warp per key row, 16-byte loads
+      const int row_chunks = d / 8;
+      for (int j = warp; j < nk; j += kThreads / 32) {
+        const int p = kb + j;
+        const int page = kv.page_table[static_cast<int64_t>(slot) * kv.pages_per_slot + p / kPageSize];
+        const int64_t src = ((static_cast<int64_t>(page) * hkv + kvh) * kPageSize + p % kPageSize) * d;
+        for (int c = lane; c < row_chunks; c += 32) {
+          reinterpret_cast<uint4*>(ks + j * d)[c] = reinterpret_cast<const uint4*>(kpages + src)[c];
+          reinterpret_cast<uint4*>(vs + j * d)[c] = reinterpret_cast<const uint4*>(vpages + src)[c];
+        }
+      }
+    } else {
+      for (int i = tid; i < nk * d; i += kThreads) {
+        int j = i / d, dd = i - j * d, p = kb + j;
+        int page = kv.page_table[static_cast<int64_t>(slot) * kv.pages_per_slot + p / kPageSize];
+        int64_t src = ((static_cast<int64_t>(page) * hkv + kvh) * kPageSize + p % kPageSize) * d + dd;
+        ks[i] = kpages[src];
+        vs[i] = vpages[src];
+      }
     }
     __syncthreads();
     // Scores: warps take (head, key) pairs, lanes split head_dim.

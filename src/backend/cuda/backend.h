@@ -94,7 +94,7 @@ class CudaBackend final : public Backend {
   cudaStream_t stream() const { return stream_; }
   const cudaDeviceProp& properties() const { return props_; }
   const CudaOptions& options() const { return options_; }
-  const cuda::RecorderStats& recorder_stats() const { return recorder_.stats(); }
+  const cuda::RecorderStats& recorder_stats() { return recorder_.stats(); }
   cuda::GemmLt& gemm() { return gemm_; }
   size_t weight_bytes() const { return weights_.used_bytes(); }
 

@@ -255,10 +255,10 @@ void CudaBackend::Attention(const Tensor& q, const Tensor& k, const Tensor& v, S
   // Splits sized for the state's max_context (not the current lengths), so that decode steps keep
   // the same launch shape and replay as one graph; chunks past a sequence's end exit at once.
   const int64_t target_blocks = 2 * static_cast<int64_t>(props_.multiProcessorCount);
-  const int64_t max_splits = std::max<int64_t>(1, (spec.max_context + 63) / 64);  // chunks of >= 64 keys
+  const int64_t max_splits = std::max<int64_t>(1, (spec.max_context + 31) / 32);  // chunks of >= 32 keys
   const int64_t splits = std::clamp<int64_t>((target_blocks + n * hkv - 1) / (n * hkv), 1, max_splits);
   int64_t chunk = (spec.max_context + splits - 1) / splits;
-  chunk = (chunk + 63) / 64 * 64;
+  chunk = (chunk + 31) / 32 * 32;
   if (splits == 1) {  // the split kernel writes the output itself
     Enqueue(cuda::LaunchAttentionSplit, dl, kv, q.data, static_cast<int32_t>(hq), scale, 1, static_cast<int32_t>(chunk),
             static_cast<float*>(nullptr), static_cast<float*>(nullptr), out.data);

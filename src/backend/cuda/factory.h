@@ -42,4 +42,11 @@ struct CudaDeviceReport {
 // backend must come from CreateCudaBackend.
 CudaDeviceReport MeasureCudaDevice(Backend& backend);
 
+// The recorder's counters (recorder.h): units run eagerly, captured, replayed; device time of units.
+struct CudaCounters {
+  int64_t units_eager = 0, units_captured = 0, units_replayed = 0, units_timed = 0;
+  double gpu_ms = 0;
+};
+CudaCounters ReadCudaCounters(Backend& backend);
+
 }  // namespace infernix

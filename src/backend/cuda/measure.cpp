@@ -67,4 +67,11 @@ CudaDeviceReport MeasureCudaDevice(Backend& backend) {
   return r;
 }
 
+CudaCounters ReadCudaCounters(Backend& backend) {
+  auto* be = dynamic_cast<CudaBackend*>(&backend);
+  INFX_CHECK_MSG(be != nullptr, "ReadCudaCounters needs the CUDA backend, got {}", backend.name());
+  const cuda::RecorderStats& s = be->recorder_stats();
+  return CudaCounters{s.units_eager, s.units_captured, s.units_replayed, s.units_timed, s.gpu_ms};
+}
+
 }  // namespace infernix

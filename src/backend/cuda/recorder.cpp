@@ -7,9 +7,18 @@
 namespace infernix::cuda {
 
 Recorder::Recorder(cudaStream_t stream, bool use_graphs, size_t max_graphs)
-    : stream_(stream), use_graphs_(use_graphs), max_graphs_(std::max<size_t>(1, max_graphs)) {}
+    : stream_(stream), use_graphs_(use_graphs), max_graphs_(std::max<size_t>(1, max_graphs)) {
+  commands_.resize(512);
+  key_.reserve(64 << 10);
+  INFX_CUDA_CHECK(cudaEventCreate(&start_));
+  INFX_CUDA_CHECK(cudaEventCreate(&stop_));
+}
 
-Recorder::~Recorder() { ClearGraphs(); }
+Recorder::~Recorder() {
+  ClearGraphs();
+  INFX_CUDA_CHECK(cudaEventDestroy(start_));
+  INFX_CUDA_CHECK(cudaEventDestroy(stop_));
+}
 
 void Recorder::ClearGraphs() {
   for (auto& [hash, g] : graphs_) INFX_CUDA_CHECK(cudaGraphExecDestroy(g.exec));
@@ -17,19 +26,32 @@ void Recorder::ClearGraphs() {
   seen_.clear();
 }
 
-void Recorder::AppendKey(const void* p, size_t n) {
-  const auto* b = static_cast<const unsigned char*>(p);
-  key_.append(reinterpret_cast<const char*>(b), n);
-  for (size_t i = 0; i < n; ++i) hash_ = (hash_ ^ b[i]) * 1099511628211ull;
+Recorder::Command& Recorder::NewCommand() {
+  if (size_ == commands_.size()) commands_.resize(commands_.size() * 2);
+  ++stats_.commands;
+  return commands_[size_++];
+}
+
+uint64_t Recorder::KeyHash() const {
+  uint64_t h = 0x9e3779b97f4a7c15ull ^ key_.size();
+  size_t i = 0;
+  for (; i + 8 <= key_.size(); i += 8) {
+    uint64_t w;
+    std::memcpy(&w, key_.data() + i, 8);
+    h = (h ^ w) * 0xff51afd7ed558ccdull;
+    h ^= h >> 32;
+  }
+  for (; i < key_.size(); ++i) h = (h ^ key_[i]) * 1099511628211ull;
+  return h;
 }
 
 void Recorder::RunEagerly() {
-  for (auto& c : commands_) c(stream_);
+  for (size_t i = 0; i < size_; ++i) commands_[i].run(commands_[i].storage, stream_);
 }
 
 cudaGraphExec_t Recorder::Capture() {
   INFX_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
-  for (auto& c : commands_) c(stream_);
+  RunEagerly();
   cudaGraph_t graph = nullptr;
   INFX_CUDA_CHECK(cudaStreamEndCapture(stream_, &graph));
   cudaGraphExec_t exec = nullptr;
@@ -47,31 +69,55 @@ void Recorder::Evict() {
   }
 }
 
+void Recorder::CollectTiming() {
+  if (!timing_pending_ || cudaEventQuery(stop_) != cudaSuccess) {
+    (void)cudaGetLastError();  // cudaErrorNotReady is not sticky; clear it anyway
+    return;
+  }
+  float ms = 0;
+  INFX_CUDA_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
+  stats_.gpu_ms += ms;
+  ++stats_.units_timed;
+  timing_pending_ = false;
+}
+
+const RecorderStats& Recorder::stats() {
+  CollectTiming();
+  return stats_;
+}
+
 void Recorder::Flush() {
-  if (commands_.empty()) return;
+  if (size_ == 0) return;
   ++clock_;
+  CollectTiming();
+  const bool time_it = !timing_pending_;
+  if (time_it) INFX_CUDA_CHECK(cudaEventRecord(start_, stream_));
+  const uint64_t hash = KeyHash();
   if (!use_graphs_) {
     RunEagerly();
     ++stats_.units_eager;
-  } else if (auto it = graphs_.find(hash_); it != graphs_.end() && it->second.key == key_) {
+  } else if (auto it = graphs_.find(hash); it != graphs_.end() && it->second.key == key_) {
     it->second.last_use = clock_;
     INFX_CUDA_CHECK(cudaGraphLaunch(it->second.exec, stream_));
     ++stats_.units_replayed;
-  } else if (std::find(seen_.begin(), seen_.end(), hash_) != seen_.end() && it == graphs_.end()) {
+  } else if (std::find(seen_.begin(), seen_.end(), hash) != seen_.end() && it == graphs_.end()) {
     Evict();
     Graph g{key_, Capture(), clock_};
     INFX_CUDA_CHECK(cudaGraphLaunch(g.exec, stream_));
-    graphs_.emplace(hash_, std::move(g));
+    graphs_.emplace(hash, std::move(g));
     ++stats_.units_captured;
   } else {
     RunEagerly();
-    seen_.push_back(hash_);
+    seen_.push_back(hash);
     if (seen_.size() > 4 * max_graphs_) seen_.pop_front();
     ++stats_.units_eager;
   }
-  commands_.clear();
+  if (time_it) {
+    INFX_CUDA_CHECK(cudaEventRecord(stop_, stream_));
+    timing_pending_ = true;
+  }
+  size_ = 0;
   key_.clear();
-  hash_ = 1469598103934665603ull;
 }
 
 }  // namespace infernix::cuda

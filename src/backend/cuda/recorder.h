@@ -6,7 +6,8 @@
 // decode steps (token ids, positions, lengths, gathered rows) reaches the kernels through device
 // memory, written by copies that are part of the unit, never through launch arguments.
 //
-// Not thread-safe: one thread owns the backend and its recorder.
+// Commands live in a reused buffer (no allocation per call once warm). Not thread-safe: one thread
+// owns the backend and its recorder.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -14,8 +15,7 @@
 #include <cstdint>
 #include <cstring>
 #include <deque>
-#include <functional>
-#include <string>
+#include <new>
 #include <tuple>
 #include <type_traits>
 #include <unordered_map>
@@ -29,6 +29,8 @@ struct RecorderStats {
   int64_t units_captured = 0;   // units captured into a new graph (then launched)
   int64_t units_replayed = 0;   // units run by launching a cached graph
   int64_t commands = 0;         // launcher calls queued
+  double gpu_ms = 0;            // device time of the units timed so far (events around each unit)
+  int64_t units_timed = 0;
 };
 
 class Recorder {
@@ -46,42 +48,62 @@ class Recorder {
   void Launch(void (*fn)(cudaStream_t, P...), A... args) {
     static_assert(sizeof...(P) == sizeof...(A), "launcher argument count");
     static_assert((std::is_trivially_copyable_v<P> && ...), "launcher arguments must be trivially copyable");
-    std::tuple<P...> values(static_cast<P>(args)...);
+    struct Payload {
+      void (*fn)(cudaStream_t, P...);
+      std::tuple<P...> values;
+    };
+    static_assert(sizeof(Payload) <= Command::kStorage && alignof(Payload) <= 16, "launcher arguments too large");
+    Command& c = NewCommand();
+    auto* payload = new (c.storage) Payload{fn, std::tuple<P...>(static_cast<P>(args)...)};
+    c.run = [](const void* storage, cudaStream_t s) {
+      const auto* pl = static_cast<const Payload*>(storage);
+      std::apply([&](const auto&... v) { pl->fn(s, v...); }, pl->values);
+    };
     AppendKey(&fn, sizeof(fn));
-    std::apply([this](const auto&... v) { (AppendKey(&v, sizeof(v)), ...); }, values);
-    commands_.push_back([fn, values](cudaStream_t s) {
-      std::apply([&](const auto&... v) { fn(s, v...); }, values);
-    });
-    ++stats_.commands;
+    std::apply([this](const auto&... v) { (AppendKey(&v, sizeof(v)), ...); }, payload->values);
   }
 
   // Runs the queued unit on the stream (eagerly, captured, or replayed); does not wait for it.
   void Flush();
-  bool empty() const { return commands_.empty(); }
-  const RecorderStats& stats() const { return stats_; }
+  bool empty() const { return size_ == 0; }
+  // Stats, with the device time of units that have completed.
+  const RecorderStats& stats();
   // Drops every cached graph (e.g. when memory they point into is freed).
   void ClearGraphs();
 
  private:
+  struct Command {
+    static constexpr size_t kStorage = 256;
+    void (*run)(const void*, cudaStream_t) = nullptr;
+    alignas(16) unsigned char storage[kStorage];
+  };
   struct Graph {
-    std::string key;
+    std::vector<unsigned char> key;
     cudaGraphExec_t exec = nullptr;
     uint64_t last_use = 0;
   };
-  void AppendKey(const void* p, size_t n);
+  Command& NewCommand();
+  void AppendKey(const void* p, size_t n) {
+    const auto* b = static_cast<const unsigned char*>(p);
+    key_.insert(key_.end(), b, b + n);
+  }
+  uint64_t KeyHash() const;
   void RunEagerly();
   cudaGraphExec_t Capture();
   void Evict();
+  void CollectTiming();
 
   cudaStream_t stream_;
   bool use_graphs_;
   size_t max_graphs_;
-  std::vector<std::function<void(cudaStream_t)>> commands_;
-  std::string key_;
-  uint64_t hash_ = 1469598103934665603ull;
+  std::vector<Command> commands_;  // [0, size_) queued; kept allocated across units
+  size_t size_ = 0;
+  std::vector<unsigned char> key_;
   std::unordered_map<uint64_t, Graph> graphs_;
   std::deque<uint64_t> seen_;  // hashes of recent units run eagerly
   uint64_t clock_ = 0;
+  cudaEvent_t start_ = nullptr, stop_ = nullptr;
+  bool timing_pending_ = false;
   RecorderStats stats_;
 };
 
