@@ -92,13 +92,6 @@ CudaBackend::~CudaBackend() {
 
 void CudaBackend::FlushGemv() {
   if (gemv_.n_segments == 0) return;
-  if (gemv_.pdl) {
-    // L2 prefetch budget: ~24 MB over the blocks resident at once (3 per SM), in 128-byte lines per row.
-    int64_t tiles = 0;
-    for (int i = 0; i < gemv_.n_segments; ++i) tiles += (gemv_.seg[i].rows + 15) / 16;
-    const int64_t resident = std::min<int64_t>(tiles, 3 * static_cast<int64_t>(props_.multiProcessorCount));
-    gemv_.prefetch_lines = static_cast<int32_t>((int64_t{24} << 20) / (resident * 16 * 128));
-  }
   recorder_.Launch(cuda::LaunchGemv, gemv_);
   gemv_ = cuda::GemvBatch{};
 }

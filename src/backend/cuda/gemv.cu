@@ -30,7 +30,7 @@ __device__ __forceinline__ void Mma16816(float* c, uint32_t a0, uint32_t a1, uin
 
 // kTiles: tiles of 8 tokens (1: n <= 8, 2: n <= 16); kUnroll: steps of weight loads in flight per thread.
 template <int kTiles, int kUnroll>
-__global__ void __launch_bounds__(32 * kWarps, kTiles == 1 ? 3 : 2) GemvKernel(GemvBatch p) {
+__global__ void __launch_bounds__(32 * kWarps) GemvKernel(GemvBatch p) {
   // Find this block's segment and 16-row tile.
   int64_t tile = blockIdx.x;
   GemvSegment sg = p.seg[0];
@@ -75,14 +75,6 @@ __global__ void __launch_bounds__(32 * kWarps, kTiles == 1 ? 3 : 2) GemvKernel(G
     }
   };
   load_weights(warp);
-  if (p.prefetch_lines > 0) {  // the block's next weight lines into L2 while the previous kernel finishes
-    const int64_t row_bytes = k * 2, lines = min(static_cast<int64_t>(p.prefetch_lines), (row_bytes + 127) / 128);
-    const char* base = reinterpret_cast<const char*>(w);
-    for (int64_t li = threadIdx.x; li < 16 * lines; li += blockDim.x) {
-      const int64_t r = li / lines, c = li - r * lines;
-      asm volatile("prefetch.global.L2 [%0];\n" ::"l"(base + min(row0 + r, rows - 1) * row_bytes + c * 128));
-    }
-  }
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;\n" ::: "memory");  // x is ready (no-op without a programmatic launch)
 #endif
@@ -147,7 +139,7 @@ void LaunchGemv(cudaStream_t s, GemvBatch batch) {
   for (int i = 0; i < batch.n_segments; ++i) tiles += (batch.seg[i].rows + 15) / 16;
   if (tiles == 0 || batch.n == 0) return;
   if (batch.n <= 8) {
-    Launch<1, 6>(s, batch, tiles);
+    Launch<1, 8>(s, batch, tiles);
   } else {
     Launch<2, 4>(s, batch, tiles);
   }

@@ -89,14 +89,12 @@ struct GemvSegment {
   int32_t out_dtype = kBF16, unused = 0;
 };
 // pdl: launch as a programmatic dependent of the previous kernel (sm_90+): the weights start
-// streaming before x is ready. prefetch_lines: 128-byte lines of each weight row a block prefetches
-// into L2 before it waits for x.
+// streaming before x is ready.
 struct GemvBatch {
   GemvSegment seg[4];
   const void* x = nullptr;
   int64_t n = 0, k = 0;
   int32_t n_segments = 0, pdl = 0;
-  int32_t prefetch_lines = 0, unused = 0;
 };
 constexpr int kGemvMaxTokens = 16;
 void LaunchGemv(cudaStream_t s, GemvBatch batch);
