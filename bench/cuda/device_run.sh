@@ -15,10 +15,11 @@ mkdir -p "$OUT"
 DEPS=$ROOT/.deps
 if [ -d "$DEPS" ]; then
   mkdir -p /tmp/deps/pkgconfig
-  for m in libpcre2-8:pcre2-8 libutf8proc:utf8proc; do
+  for m in libpcre2-8:pcre2-8 libutf8proc:utf8proc cpp-httplib:cpp-httplib; do
     printf 'prefix=%s\nName: %s\nDescription: carried\nVersion: 99\nLibs: -L%s/lib -l%s\nCflags: -I%s/include\n' \
       "$DEPS" "${m%%:*}" "$DEPS" "${m##*:}" "$DEPS" > "/tmp/deps/pkgconfig/${m%%:*}.pc"
   done
+  export CMAKE_PREFIX_PATH=$DEPS/cmake${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}
   export PKG_CONFIG_PATH=/tmp/deps/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
   export LD_LIBRARY_PATH=$DEPS/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   command -v zstd >/dev/null || export PATH=$DEPS/bin:$PATH
@@ -65,11 +66,13 @@ for step in "$@"; do
       echo "ncu: exit $?"; tail -3 "$OUT/ncu.err"
       python3 "$ROOT/bench/cuda/ncu_summary.py" "$OUT/ncu.csv" ;;
     sanitize)
-      echo "== compute-sanitizer"
-      (cd $BUILD && timeout 400 compute-sanitizer --tool memcheck --print-limit 20 \
-        ./src/backend/cuda/backend_cuda_test --gtest_brief=1 ${SANITIZE_FILTER:+--gtest_filter=$SANITIZE_FILTER} \
-        > "$OUT/sanitize.log" 2>&1)
-      echo "sanitize: exit $?"
-      tail -15 "$OUT/sanitize.log" ;;
+      echo "== compute-sanitizer memcheck"
+      for t in backend_cuda_test:${SANITIZE_OPS_S:-280} gpu_model_test:${SANITIZE_MODELS_S:-150}; do
+        name=${t%%:*}
+        (cd $BUILD && timeout "${t##*:}" compute-sanitizer --tool memcheck --print-limit 20 \
+          ./$(find . -name "$name" -type f -perm -u+x | head -1) --gtest_brief=1 > "$OUT/sanitize_$name.log" 2>&1)
+        echo "sanitize $name: exit $?"
+        grep -E "ERROR SUMMARY|PASSED|FAILED|Invalid|out of bounds" "$OUT/sanitize_$name.log" | head -8
+      done ;;
   esac
 done
