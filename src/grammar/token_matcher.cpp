@@ -1,0 +1,239 @@
+#include "grammar/token_matcher.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "base/check.h"
+#include "base/error.h"
+#include "tokenizer/tokenizer.h"
+
+namespace infernix::grammar {
+
+TokenVocabulary::TokenVocabulary(std::vector<std::string> token_bytes, std::vector<bool> special)
+    : bytes_(std::move(token_bytes)), special_(std::move(special)) {
+  INFX_CHECK(bytes_.size() == special_.size());
+  std::vector<int32_t> order;
+  for (size_t id = 0; id < bytes_.size(); ++id) {
+    if (!special_[id] && !bytes_[id].empty()) order.push_back(static_cast<int32_t>(id));
+  }
+  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+    return bytes_[static_cast<size_t>(a)] < bytes_[static_cast<size_t>(b)] || (bytes_[static_cast<size_t>(a)] == bytes_[static_cast<size_t>(b)] && a < b);
+  });
+  // Preorder construction from the sorted strings: `path` holds the trie nodes of the previous string.
+  trie_.push_back({0, 0, 0, 0, 0});
+  std::vector<uint32_t> path = {0};
+  std::string_view previous;
+  for (int32_t id : order) {
+    const std::string_view s = bytes_[static_cast<size_t>(id)];
+    size_t common = 0;
+    while (common < s.size() && common < previous.size() && s[common] == previous[common]) ++common;
+    while (path.size() > common + 1) {  // close the nodes below the common prefix
+      trie_[path.back()].subtree_end = static_cast<uint32_t>(trie_.size());
+      path.pop_back();
+    }
+    for (size_t d = common; d < s.size(); ++d) {
+      INFX_CHECK(d + 1 < 65536);
+      const auto index = static_cast<uint32_t>(trie_.size());
+      trie_.push_back({static_cast<uint8_t>(s[d]), static_cast<uint16_t>(d + 1), 0,
+                       static_cast<uint32_t>(trie_tokens_.size()), static_cast<uint32_t>(trie_tokens_.size())});
+      path.push_back(index);
+    }
+    TrieNode& node = trie_[path.back()];
+    if (node.token_begin == node.token_end) node.token_begin = node.token_end = static_cast<uint32_t>(trie_tokens_.size());
+    trie_tokens_.push_back(id);
+    node.token_end = static_cast<uint32_t>(trie_tokens_.size());
+    max_depth_ = std::max(max_depth_, s.size());
+    previous = s;
+  }
+  while (!path.empty()) {
+    trie_[path.back()].subtree_end = static_cast<uint32_t>(trie_.size());
+    path.pop_back();
+  }
+}
+
+std::shared_ptr<const TokenVocabulary> TokenVocabulary::FromTokenizer(const Tokenizer& tokenizer) {
+  const int32_t n = tokenizer.vocab_size();
+  std::vector<std::string> bytes(static_cast<size_t>(n));
+  std::vector<bool> special(static_cast<size_t>(n));
+  for (int32_t id = 0; id < n; ++id) {
+    bytes[static_cast<size_t>(id)] = std::string(tokenizer.TokenBytes(id));
+    special[static_cast<size_t>(id)] = tokenizer.IsSpecial(id);
+  }
+  return std::make_shared<const TokenVocabulary>(std::move(bytes), std::move(special));
+}
+
+std::shared_ptr<const StackMask> TokenGrammar::Find(const std::string& stack_key) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = masks_.find(stack_key);
+  return it == masks_.end() ? nullptr : it->second;
+}
+
+std::shared_ptr<const StackMask> TokenGrammar::Insert(const std::string& stack_key, StackMask mask) {
+  auto stored = std::make_shared<const StackMask>(std::move(mask));
+  std::lock_guard<std::mutex> lock(mutex_);
+  return masks_.try_emplace(stack_key, std::move(stored)).first->second;
+}
+
+size_t TokenGrammar::size() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return masks_.size();
+}
+
+TokenMatcher::TokenMatcher(std::shared_ptr<const CompiledGrammar> grammar, std::shared_ptr<const TokenVocabulary> vocab,
+                           std::vector<int32_t> eos_ids)
+    : TokenMatcher(std::make_shared<TokenGrammar>(std::move(grammar), std::move(vocab)), std::move(eos_ids)) {}
+
+TokenMatcher::TokenMatcher(std::shared_ptr<TokenGrammar> compiled, std::vector<int32_t> eos_ids)
+    : compiled_(std::move(compiled)),
+      vocab_(compiled_->vocab()),
+      eos_ids_(std::move(eos_ids)),
+      matcher_(compiled_->grammar()) {
+  for (int32_t id : eos_ids_) {
+    if (id < 0 || id >= vocab_->size()) {
+      ThrowError(ErrorCode::kInvalidArgument, "grammar: EOS token id {} is outside the vocabulary [0, {})", id,
+                 vocab_->size());
+    }
+  }
+  terminated_.push_back(false);
+  scratch_.resize(vocab_->max_depth() + 1);
+}
+
+bool TokenMatcher::IsEos(int32_t id) const { return std::find(eos_ids_.begin(), eos_ids_.end(), id) != eos_ids_.end(); }
+
+void TokenMatcher::WalkTrie(const MatchState& state, std::vector<uint32_t>* mask) {
+  mask->assign(mask_words(), 0);
+  const auto& trie = vocab_->trie();
+  const auto& tokens = vocab_->trie_tokens();
+  StackEngine& engine = matcher_.engine();
+  scratch_[0] = state;
+  for (uint32_t i = 1; i < trie.size();) {
+    const TokenVocabulary::TrieNode& node = trie[i];
+    if (!engine.StepByte(scratch_[node.depth - 1u], node.byte, &scratch_[node.depth])) {
+      i = node.subtree_end;
+      continue;
+    }
+    for (uint32_t t = node.token_begin; t < node.token_end; ++t) {
+      const auto id = static_cast<uint32_t>(tokens[t]);
+      (*mask)[id >> 5] |= uint32_t{1} << (id & 31);
+    }
+    ++i;
+  }
+}
+
+std::shared_ptr<const StackMask> TokenMatcher::StackMaskOf(uint32_t cut_stack) {
+  auto found = stack_masks_.find(cut_stack);
+  if (found != stack_masks_.end()) return found->second;
+  StackEngine& engine = matcher_.engine();
+  const std::string key = engine.StackKey(cut_stack);
+  if (auto shared = compiled_->Find(key)) return stack_masks_.emplace(cut_stack, std::move(shared)).first->second;
+  StackMask result;
+  result.accepted.assign(mask_words(), 0);
+  const auto& trie = vocab_->trie();
+  const auto& tokens = vocab_->trie_tokens();
+  scratch_[0] = MatchState{{cut_stack}};
+  tainted_.assign(scratch_.size(), 0);
+  for (uint32_t i = 1; i < trie.size();) {
+    const TokenVocabulary::TrieNode& node = trie[i];
+    const bool tainted_above = tainted_[node.depth - 1u] != 0;
+    MatchState& next = scratch_[node.depth];
+    if (!engine.StepByte(scratch_[node.depth - 1u], node.byte, &next)) {
+      if (tainted_above) {  // a run left the cut frames earlier: the parent decides the whole subtree
+        for (uint32_t t = trie[i].token_begin; t < trie[node.subtree_end - 1].token_end; ++t) {
+          result.uncertain.push_back(tokens[t]);
+        }
+      }
+      i = node.subtree_end;
+      continue;
+    }
+    const bool has_frontier = std::binary_search(next.stacks.begin(), next.stacks.end(), StackEngine::kFrontier);
+    const bool has_real = next.stacks.size() > (has_frontier ? 1u : 0u);
+    tainted_[node.depth] = tainted_above || has_frontier;
+    for (uint32_t t = node.token_begin; t < node.token_end; ++t) {
+      const auto id = static_cast<uint32_t>(tokens[t]);
+      if (has_real) {
+        result.accepted[id >> 5] |= uint32_t{1} << (id & 31);
+      } else {
+        result.uncertain.push_back(tokens[t]);
+      }
+    }
+    ++i;
+  }
+  return stack_masks_.emplace(cut_stack, compiled_->Insert(key, std::move(result))).first->second;
+}
+
+void TokenMatcher::ComputeMask(const MatchState& state, std::vector<uint32_t>* mask) {
+  if (state.need != 0 || cut_depth_ <= 0) {
+    WalkTrie(state, mask);
+    return;
+  }
+  mask->assign(mask_words(), 0);
+  StackEngine& engine = matcher_.engine();
+  for (uint32_t s : state.stacks) {
+    if (s == 0) continue;
+    const std::shared_ptr<const StackMask> part = StackMaskOf(engine.Truncate(s, cut_depth_));
+    for (size_t w = 0; w < mask->size(); ++w) (*mask)[w] |= part->accepted[w];
+    // Recheck the uncertain tokens from the real state. They are in trie order, so each walk
+    // resumes from the states of the longest prefix it shares with the previous one.
+    scratch_[0] = state;
+    std::string_view previous;
+    size_t valid = 0;  // scratch_[0..valid] hold the states after previous[0..valid)
+    for (int32_t id : part->uncertain) {
+      const auto u = static_cast<uint32_t>(id);
+      if (((*mask)[u >> 5] >> (u & 31)) & 1) continue;
+      const std::string_view bytes = vocab_->bytes(id);
+      size_t d = 0;
+      while (d < valid && d < bytes.size() && bytes[d] == previous[d]) ++d;
+      while (d < bytes.size() && engine.StepByte(scratch_[d], static_cast<uint8_t>(bytes[d]), &scratch_[d + 1])) ++d;
+      previous = bytes;
+      valid = d;
+      if (d == bytes.size()) (*mask)[u >> 5] |= uint32_t{1} << (u & 31);
+    }
+  }
+}
+
+void TokenMatcher::FillNextTokenBitmask(std::span<uint32_t> mask) {
+  const size_t words = mask_words();
+  if (mask.size() < words) {
+    ThrowError(ErrorCode::kInvalidArgument, "grammar: token mask has {} words, the vocabulary needs {}", mask.size(),
+               words);
+  }
+  std::fill(mask.begin(), mask.end(), 0u);
+  if (IsTerminated()) return;
+  const MatchState& state = matcher_.state();
+  std::string key = state.Key();
+  auto it = cache_.find(key);
+  if (it != cache_.end()) {
+    ++cache_hits_;
+  } else {
+    ++cache_misses_;
+    if (cache_.size() >= cache_capacity_) cache_.clear();
+    std::vector<uint32_t> computed;
+    ComputeMask(state, &computed);
+    it = cache_.emplace(std::move(key), std::move(computed)).first;
+  }
+  std::copy(it->second.begin(), it->second.end(), mask.begin());
+  if (matcher_.IsComplete()) {
+    for (int32_t id : eos_ids_) mask[static_cast<size_t>(id) >> 5] |= uint32_t{1} << (id & 31);
+  }
+}
+
+bool TokenMatcher::AcceptToken(int32_t id) {
+  if (IsTerminated() || id < 0 || id >= vocab_->size()) return false;
+  if (IsEos(id)) {
+    if (!matcher_.IsComplete()) return false;
+    matcher_.Push(matcher_.state());
+    terminated_.push_back(true);
+    return true;
+  }
+  const std::string_view bytes = vocab_->bytes(id);
+  if (vocab_->special(id) || bytes.empty() || !matcher_.Accept(bytes)) return false;
+  terminated_.push_back(false);
+  return true;
+}
+
+void TokenMatcher::Rollback(size_t n) {
+  matcher_.Rollback(n);  // throws if n is too large
+  terminated_.resize(terminated_.size() - n);
+}
+
+}  // namespace infernix::grammar
