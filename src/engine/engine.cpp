@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 
 #include "base/error.h"
 #include "engine/stop_matcher.h"
@@ -18,13 +19,21 @@ struct Engine::Active {
         sampler(request.sampling, vocab, request.prompt),
         decoder(tok, request.skip_special_tokens),
         stop(request.stop),
-        submitted(Clock::now()) {}
+        submitted(Clock::now()) {
+    if (request.grammar) {
+      matcher.emplace(request.grammar, request.stop_token_ids);
+      // One bit per id of the model's vocabulary, which may be padded past the tokenizer's.
+      mask.resize(std::max<size_t>(matcher->mask_words(), static_cast<size_t>((vocab + 31) / 32)));
+    }
+  }
   GenerationRequest request;
   std::shared_ptr<RequestHandle> handle;
   Sampler sampler;
   StreamDecoder decoder;
   StopMatcher stop;
   Clock::time_point submitted;
+  std::optional<grammar::TokenMatcher> matcher;  // constrained decoding
+  std::vector<uint32_t> mask;
   int32_t last_token = -1;
   int64_t generated = 0;
 };
@@ -227,7 +236,22 @@ void Engine::Step() {
     if (!s.wants_logits) continue;
     Active& a = *active_.at(s.request_id);
     std::span<float> l(logits.data() + static_cast<int64_t>(row++) * vocab, static_cast<size_t>(vocab));
-    HandleToken(a, a.sampler.Sample(l));
+    if (a.matcher) {
+      a.matcher->FillNextTokenBitmask(a.mask);
+      bool any = false;
+      for (uint32_t w : a.mask) any = any || w != 0;
+      if (!any) {  // the grammar is complete and allows nothing more (not even a stop token)
+        StopMatcher::Result tail = a.stop.Push(a.decoder.Flush());
+        std::string text = tail.emit + (tail.stopped ? "" : a.stop.Flush());
+        if (!text.empty()) a.handle->Publish(TokenOutput{a.last_token, text, 0, {}});
+        Finish(a, FinishReason::kStop, "", false, "");
+        active_.erase(s.request_id);
+        continue;
+      }
+    }
+    SampleResult sample = a.sampler.Sample(l, a.mask);
+    if (a.matcher) a.matcher->AcceptToken(sample.token);
+    HandleToken(a, sample);
     if (!scheduler_.Contains(s.request_id)) active_.erase(s.request_id);
   }
   std::lock_guard<std::mutex> lock(mutex_);

@@ -6,11 +6,13 @@
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "engine/sampling.h"
+#include "grammar/token_matcher.h"
 
 namespace infernix {
 
@@ -21,6 +23,9 @@ struct GenerationRequest {
   std::vector<std::string> stop;        // stop strings: output ends before the first occurrence
   std::vector<int32_t> stop_token_ids;  // e.g. EOS: output ends after one of these (not emitted as text)
   bool skip_special_tokens = true;      // drop special tokens from the output text
+  // Constrained decoding: when set, every token is sampled under this grammar's mask (stop_token_ids
+  // are allowed exactly when the grammar is complete), and the request stops when nothing more is.
+  std::shared_ptr<grammar::TokenGrammar> grammar;
 };
 
 enum class FinishReason { kNone, kStop, kLength, kCancelled, kError };

@@ -181,9 +181,12 @@ bool StackEngine::StepByte(const MatchState& in, uint8_t byte, MatchState* out) 
     }
   }
   // Mid-character: keep the stacks whose class holds some completion of the bytes so far.
+  // Completions of a partial sequence span [lo, hi], clamped to what a sequence of this length can
+  // encode (no overlong forms: a 4-byte lead 0xF0 alone means at least U+10000, not U+0000).
   const int shift = 6 * out->need;
-  const char32_t lo = out->partial << shift;
-  const char32_t hi = lo | ((char32_t{1} << shift) - 1);
+  static constexpr char32_t kMinOfLength[5] = {0, 0, 0x80, 0x800, 0x10000};
+  const char32_t lo = std::max<char32_t>(out->partial << shift, kMinOfLength[out->total]);
+  const char32_t hi = std::min<char32_t>((out->partial << shift) | ((char32_t{1} << shift) - 1), 0x10FFFF);
   out->stacks.clear();
   for (uint32_t s : in.stacks) {
     if (s > kFrontier && grammar_->Intersects(grammar_->items()[nodes_[s].pos].index, lo, hi)) out->stacks.push_back(s);

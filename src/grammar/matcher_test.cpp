@@ -31,6 +31,22 @@ bool MatchesInPieces(const std::shared_ptr<const CompiledGrammar>& g, std::strin
   return m.IsComplete();
 }
 
+// A lone lead byte stands for code points of its sequence length only: 0xF0 means U+10000 or more,
+// so it can never start an ASCII letter (regression: it used to be taken as "U+0000 and up").
+TEST(MatcherTest, LeadBytesNarrowToTheirLengthsRange) {
+  auto ascii = Compile(R"(root ::= "red" | "green")");
+  for (const char* lead : {"\xC3", "\xE0", "\xE4", "\xF0", "\xF4"}) {
+    GrammarMatcher m(ascii);
+    EXPECT_FALSE(m.Accept(lead)) << static_cast<int>(static_cast<unsigned char>(lead[0]));
+  }
+  auto wide = Compile(R"(root ::= [\U0001F600-\U0001F64F])");
+  GrammarMatcher m(wide);
+  EXPECT_FALSE(m.Accept("\xE4"));       // 3-byte sequences end below U+10000
+  EXPECT_TRUE(m.Accept("\xF0\x9F"));   // on the way to U+1F600
+  EXPECT_TRUE(m.Accept("\x98\x80"));
+  EXPECT_TRUE(m.IsComplete());
+}
+
 TEST(MatcherTest, GrammarCasesCharacterWise) {
   for (const auto& c : testing::GrammarCases()) {
     SCOPED_TRACE(c.name);

@@ -5,6 +5,8 @@
 #include <filesystem>
 
 #include "embedded_model.h"
+#include "grammar/gbnf.h"
+#include "grammar/regex.h"
 
 namespace infernix {
 namespace {
@@ -50,6 +52,39 @@ ModelService::ModelService(const ServiceOptions& options) {
 }
 
 ModelService::~ModelService() = default;
+
+std::shared_ptr<grammar::TokenGrammar> ModelService::CompileGrammar(GrammarKind kind, const std::string& source) {
+  static constexpr size_t kCacheEntries = 64;
+  std::string key = std::to_string(static_cast<int>(kind)) + ":" + (kind == GrammarKind::kJson ? "" : source);
+  {
+    std::lock_guard<std::mutex> lock(grammar_mutex_);
+    auto it = grammars_.find(key);
+    if (it != grammars_.end()) return it->second;
+  }
+  grammar::Grammar g;
+  switch (kind) {
+    case GrammarKind::kGbnf: g = grammar::ParseGbnf(source); break;
+    case GrammarKind::kRegex: g = grammar::ParseRegex(source); break;
+    case GrammarKind::kJson: g = grammar::ParseGbnf(grammar::JsonGbnf()); break;
+    case GrammarKind::kChoices: {
+      nlohmann::json arr = nlohmann::json::parse(source);
+      g = grammar::ChoicesGrammar(arr.get<std::vector<std::string>>());
+      break;
+    }
+  }
+  auto compiled = std::make_shared<const grammar::CompiledGrammar>(g);
+  std::lock_guard<std::mutex> lock(grammar_mutex_);
+  if (!vocabulary_) vocabulary_ = grammar::TokenVocabulary::FromTokenizer(*tokenizer_);
+  auto [it, inserted] = grammars_.emplace(key, std::make_shared<grammar::TokenGrammar>(compiled, vocabulary_));
+  if (inserted) {
+    grammar_order_.push_back(key);
+    if (grammar_order_.size() > kCacheEntries) {
+      grammars_.erase(grammar_order_.front());
+      grammar_order_.pop_front();
+    }
+  }
+  return it->second;
+}
 
 bool ModelService::Serves(const std::string& name) const {
   return std::find(names_.begin(), names_.end(), name) != names_.end();

@@ -2,7 +2,10 @@
 // generation defaults) behind a continuous-batching engine, and the names it answers to.
 #pragma once
 
+#include <deque>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -11,6 +14,7 @@
 #include "engine/backend_factory.h"
 #include "engine/engine.h"
 #include "formats/hf_config.h"
+#include "grammar/token_matcher.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 
@@ -18,6 +22,8 @@ namespace infernix {
 
 // How the model's template writes tool calls: Hermes-style JSON (Qwen3) or XML (Qwen3-Coder, Qwen3.5).
 enum class ToolCallFormat { kJson, kXml };
+
+enum class GrammarKind { kGbnf, kRegex, kChoices, kJson };
 
 struct ServiceOptions {
   std::string model_path;                 // empty: the embedded default model
@@ -47,6 +53,11 @@ class ModelService {
   const std::vector<int32_t>& eos_token_ids() const { return eos_ids_; }
   int64_t created_unix() const { return created_; }
   const std::string& backend_name() const { return backend_name_; }
+  // A grammar compiled for this model's vocabulary, from a cache keyed by (kind, source) so requests
+  // with the same grammar share their mask work. kChoices: `source` is a JSON array of strings;
+  // kJson: any JSON value (source ignored). Throws infernix::Error (with line and column) for a
+  // malformed grammar. Thread-safe.
+  std::shared_ptr<grammar::TokenGrammar> CompileGrammar(GrammarKind kind, const std::string& source);
 
  private:
   std::unique_ptr<FileSet> files_;
@@ -60,6 +71,10 @@ class ModelService {
   std::vector<std::string> names_;
   std::string backend_name_;
   int64_t created_ = 0;
+  std::mutex grammar_mutex_;  // guards the vocabulary and the grammar cache
+  std::shared_ptr<const grammar::TokenVocabulary> vocabulary_;  // built on first use (~40 ms)
+  std::map<std::string, std::shared_ptr<grammar::TokenGrammar>> grammars_;
+  std::deque<std::string> grammar_order_;  // oldest first, for eviction
   std::unique_ptr<Engine> engine_;
 };
 

@@ -182,3 +182,37 @@ test('tools are rendered into the prompt and tool results are accepted', async (
   const none = await client.chat.completions.create({ model: modelName, messages: chat.messages, tools, tool_choice: 'none', max_tokens: 1 });
   assert.equal(none.usage.prompt_tokens, plain.usage.prompt_tokens);
 });
+
+test('constrained decoding: choice, regex and GBNF grammars', async () => {
+  const chat = referenceChats[0];
+  const base = { model: modelName, messages: chat.messages, max_tokens: 40, temperature: 1.0, seed: 7 };
+  for (let i = 0; i < 3; i++) {
+    const r = await client.chat.completions.create({ ...base, seed: i, choice: ['red', 'green', 'blue'] });
+    assert.ok(['red', 'green', 'blue'].includes(r.choices[0].message.content), r.choices[0].message.content);
+    assert.equal(r.choices[0].finish_reason, 'stop');
+  }
+  const re = await client.chat.completions.create({ ...base, regex: '[0-9]{3}-[a-z]{2}' });
+  assert.match(re.choices[0].message.content, /^[0-9]{3}-[a-z]{2}$/);
+  const grammar = 'root ::= "{\\"n\\": " [0-9]{1,3} ", \\"ok\\": " ("true" | "false") "}"';
+  const stream = await client.chat.completions.create({ ...base, grammar, stream: true });
+  let text = '';
+  for await (const chunk of stream) text += chunk.choices[0]?.delta?.content ?? '';
+  const parsed = JSON.parse(text);
+  assert.equal(typeof parsed.n, 'number');
+  assert.equal(typeof parsed.ok, 'boolean');
+  const completion = await client.completions.create({ model: modelName, prompt: 'Answer:', max_tokens: 10, choice: ['yes', 'no'] });
+  assert.ok(['yes', 'no'].includes(completion.choices[0].text));
+});
+
+test('malformed grammars are 400s with the position', async () => {
+  const chat = referenceChats[0];
+  await assert.rejects(client.chat.completions.create({ model: modelName, messages: chat.messages, grammar: 'root ::= "a" bogus' }),
+    (e) => e.status === 400 && e.param === 'grammar' && /line 1, column \d+/.test(e.message) && /bogus/.test(e.message));
+  await assert.rejects(client.chat.completions.create({ model: modelName, messages: chat.messages, regex: '[a-' }),
+    (e) => e.status === 400 && e.param === 'regex');
+  await assert.rejects(client.chat.completions.create({ model: modelName, messages: chat.messages, regex: 'a', choice: ['b'] }),
+    (e) => e.status === 400 && /cannot be combined/.test(e.message));
+  await assert.rejects(client.chat.completions.create({ model: modelName, messages: chat.messages,
+    response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'object' } } } }),
+    (e) => e.status === 400 && /not supported yet/.test(e.message));
+});

@@ -16,7 +16,7 @@ struct ChatCompletion {
   bool return_token_ids = false;  // extension: the generated token ids in choices[0].token_ids
 };
 
-ChatCompletion ParseChatCompletion(const ModelService& service, const Json& body_json) {
+ChatCompletion ParseChatCompletion(ModelService& service, const Json& body_json) {
   JsonReader body(body_json, "");
   CheckModel(service, body);
   ChatCompletion c;
@@ -29,11 +29,7 @@ ChatCompletion ParseChatCompletion(const ModelService& service, const Json& body
   c.return_token_ids = body.Bool("return_token_ids").value_or(false);
   if (const Json* so = body.Object("stream_options"))
     c.include_usage = JsonReader(*so, "stream_options").Bool("include_usage").value_or(false);
-  if (const Json* rf = body.Object("response_format")) {
-    std::string type = JsonReader(*rf, "response_format").RequiredString("type");
-    if (type != "text")
-      BadRequest("response_format.type", "response_format of type '" + type + "' is not supported yet (text only)");
-  }
+  ParseConstraint(body, service, c.generation);
   return c;
 }
 

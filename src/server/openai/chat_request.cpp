@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "base/error.h"
+
 namespace infernix {
 
 void CheckModel(const ModelService& service, const JsonReader& body) {
@@ -178,6 +180,38 @@ void ParseOpenAiSampling(const JsonReader& body, const ModelService& service, Ge
       request.max_new_tokens = static_cast<int>(*v);
       return;
     }
+  }
+}
+
+void ParseConstraint(const JsonReader& body, ModelService& service, GenerationRequest& request) {
+  std::vector<std::pair<const char*, std::pair<GrammarKind, std::string>>> given;
+  if (const Json* rf = body.Object("response_format")) {
+    std::string type = JsonReader(*rf, "response_format").RequiredString("type");
+    if (type == "json_object") {
+      given.push_back({"response_format", {GrammarKind::kJson, ""}});
+    } else if (type == "json_schema") {
+      BadRequest("response_format.type",
+                 "response_format of type 'json_schema' is not supported yet; use json_object, or a GBNF 'grammar'");
+    } else if (type != "text") {
+      BadRequest("response_format.type", "response_format.type: expected text or json_object, got '" + type + "'");
+    }
+  }
+  if (auto g = body.String("grammar")) given.push_back({"grammar", {GrammarKind::kGbnf, *g}});
+  if (auto r = body.String("regex")) given.push_back({"regex", {GrammarKind::kRegex, *r}});
+  if (const Json* choice = body.Array("choice")) {
+    if (choice->empty()) BadRequest("choice", "choice: expected a non-empty array of strings");
+    for (const auto& c : *choice)
+      if (!c.is_string()) BadRequest("choice", "choice: expected an array of strings");
+    given.push_back({"choice", {GrammarKind::kChoices, DumpJson(*choice)}});
+  }
+  if (given.empty()) return;
+  if (given.size() > 1)
+    BadRequest(given[1].first, fmt::format("{} and {} cannot be combined: give one constraint", given[0].first,
+                                           given[1].first));
+  try {
+    request.grammar = service.CompileGrammar(given[0].second.first, given[0].second.second);
+  } catch (const Error& e) {
+    BadRequest(given[0].first, fmt::format("{}: {}", given[0].first, e.what()));
   }
 }
 

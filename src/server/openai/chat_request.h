@@ -30,6 +30,10 @@ void ParseToolChoice(const Json& choice, ChatInput& input);
 void ParseOpenAiSampling(const JsonReader& body, const ModelService& service, GenerationRequest& request,
                          std::initializer_list<const char*> max_tokens_keys);
 
+// Constrained decoding: at most one of response_format (json_object), grammar (GBNF), regex, and
+// choice (an array of strings). Malformed grammars are 400s giving the position.
+void ParseConstraint(const JsonReader& body, ModelService& service, GenerationRequest& request);
+
 // Template variables: chat_template_kwargs entries and the top-level enable_thinking extension.
 void ParseTemplateVariables(const JsonReader& body, ChatInput& input);
 

@@ -63,6 +63,7 @@ void HandleCompletions(ModelService& service, const httplib::Request& req, httpl
   GenerationRequest g = DefaultGenerationRequest(service);
   ParseOpenAiSampling(JsonReader(adjusted, ""), service, g, {"max_tokens"});
   if (g.max_new_tokens == 0) g.max_new_tokens = 16;  // the API's default
+  ParseConstraint(body, service, g);
   g.prompt = PromptIds(service, body.Get("prompt"));
   bool stream = body.Bool("stream").value_or(false);
   bool include_usage = false;
