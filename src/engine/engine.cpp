@@ -230,6 +230,12 @@ void Engine::Step() {
     return;
   }
   scheduler_.Apply(plan);
+  {
+    // Admissions take effect now, before any token is published: Submit's queue check must see them.
+    std::lock_guard<std::mutex> lock(mutex_);
+    stats_.waiting = scheduler_.waiting();
+    stats_.running = scheduler_.running();
+  }
   const int64_t vocab = model_.config().vocab_size;
   size_t row = 0;
   for (const ScheduledSeq& s : plan.seqs) {
