@@ -6,6 +6,7 @@
 
 #include "embedded_model.h"
 #include "grammar/gbnf.h"
+#include "grammar/json_schema.h"
 #include "grammar/regex.h"
 
 namespace infernix {
@@ -66,6 +67,7 @@ std::shared_ptr<grammar::TokenGrammar> ModelService::CompileGrammar(GrammarKind 
     case GrammarKind::kGbnf: g = grammar::ParseGbnf(source); break;
     case GrammarKind::kRegex: g = grammar::ParseRegex(source); break;
     case GrammarKind::kJson: g = grammar::ParseGbnf(grammar::JsonGbnf()); break;
+    case GrammarKind::kJsonSchema: g = grammar::JsonSchemaGrammar(nlohmann::ordered_json::parse(source)); break;
     case GrammarKind::kChoices: {
       nlohmann::json arr = nlohmann::json::parse(source);
       g = grammar::ChoicesGrammar(arr.get<std::vector<std::string>>());

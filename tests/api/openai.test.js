@@ -213,6 +213,33 @@ test('malformed grammars are 400s with the position', async () => {
   await assert.rejects(client.chat.completions.create({ model: modelName, messages: chat.messages, regex: 'a', choice: ['b'] }),
     (e) => e.status === 400 && /cannot be combined/.test(e.message));
   await assert.rejects(client.chat.completions.create({ model: modelName, messages: chat.messages,
-    response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'object' } } } }),
-    (e) => e.status === 400 && /not supported yet/.test(e.message));
+    response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'object', not: {} } } } }),
+    (e) => e.status === 400 && e.param === 'response_format.json_schema.schema' && /\/not/.test(e.message));
+});
+
+test('response_format json_schema: the output parses and validates', async () => {
+  const chat = referenceChats[1];
+  const schema = {
+    type: 'object',
+    properties: {
+      answer: { type: 'integer', minimum: 0, maximum: 99 },
+      sure: { type: 'boolean' },
+      unit: { enum: ['apples', 'pears'] },
+      tags: { type: 'array', items: { enum: ['a', 'b'] }, maxItems: 2 },
+    },
+    required: ['answer', 'sure', 'unit'],
+    additionalProperties: false,
+  };
+  for (let seed = 0; seed < 3; seed++) {
+    const r = await client.chat.completions.create({
+      model: modelName, messages: chat.messages, max_tokens: 120, temperature: 1.0, seed,
+      response_format: { type: 'json_schema', json_schema: { name: 'answer', strict: true, schema } },
+    });
+    const out = JSON.parse(r.choices[0].message.content);
+    assert.ok(Number.isInteger(out.answer) && out.answer >= 0 && out.answer <= 99, JSON.stringify(out));
+    assert.equal(typeof out.sure, 'boolean');
+    assert.ok(['apples', 'pears'].includes(out.unit));
+    for (const key of Object.keys(out)) assert.ok(key in schema.properties, key);
+    assert.equal(r.choices[0].finish_reason, 'stop');
+  }
 });

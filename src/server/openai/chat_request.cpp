@@ -190,10 +190,15 @@ void ParseConstraint(const JsonReader& body, ModelService& service, GenerationRe
     if (type == "json_object") {
       given.push_back({"response_format", {GrammarKind::kJson, ""}});
     } else if (type == "json_schema") {
-      BadRequest("response_format.type",
-                 "response_format of type 'json_schema' is not supported yet; use json_object, or a GBNF 'grammar'");
+      const Json* js = JsonReader(*rf, "response_format").Object("json_schema");
+      if (js == nullptr) BadRequest("response_format.json_schema", "response_format.json_schema: required");
+      const Json* schema = JsonReader(*js, "response_format.json_schema").Object("schema");
+      if (schema == nullptr)
+        BadRequest("response_format.json_schema.schema", "response_format.json_schema.schema: expected an object");
+      given.push_back({"response_format.json_schema.schema", {GrammarKind::kJsonSchema, DumpJson(*schema)}});
     } else if (type != "text") {
-      BadRequest("response_format.type", "response_format.type: expected text or json_object, got '" + type + "'");
+      BadRequest("response_format.type",
+                 "response_format.type: expected text, json_object or json_schema, got '" + type + "'");
     }
   }
   if (auto g = body.String("grammar")) given.push_back({"grammar", {GrammarKind::kGbnf, *g}});

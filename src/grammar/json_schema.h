@@ -1,0 +1,29 @@
+// The JSON Schema front end: a grammar of the JSON documents a schema accepts (docs/grammar.md).
+//
+// The subset covers OpenAI structured outputs and tool definitions: type (one or a list),
+// properties/required/additionalProperties, enum, const, items, prefixItems, minItems/maxItems,
+// anyOf/oneOf (as alternatives), allOf of one schema, local $ref (recursion allowed), string
+// minLength/maxLength, format (date, time, date-time, uuid, email) and pattern, integer
+// minimum/maximum/exclusiveMinimum/exclusiveMaximum (exact). Anything else that constrains
+// values is refused; annotations (title, description, examples, default, $schema, $id, $comment,
+// ...) are ignored.
+#pragma once
+
+#include <nlohmann/json_fwd.hpp>
+#include <string>
+
+#include "grammar/grammar.h"
+
+namespace infernix::grammar {
+
+// GBNF text for the documents `schema` accepts (start symbol `root`). Properties appear in the
+// schema's order; whitespace between tokens is bounded (`ws ::= [ \t\n\r]{0,32}`), none around the
+// document. `pattern` keywords become placeholder rules `<name> ::= "\"" <name>_body "\""` whose
+// body JsonSchemaGrammar fills in from the regex; the text alone leaves them as a dummy.
+// Throws Error(kInvalidArgument) naming the JSON pointer of the offending keyword.
+std::string JsonSchemaToGbnf(const nlohmann::ordered_json& schema);
+
+// The grammar of JsonSchemaToGbnf with `pattern` rules filled in from ParseRegex.
+Grammar JsonSchemaGrammar(const nlohmann::ordered_json& schema);
+
+}  // namespace infernix::grammar
