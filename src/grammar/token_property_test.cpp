@@ -1,0 +1,109 @@
+// Property tests (rapidcheck) of the token-level matcher over the real Qwen3 vocabulary:
+//  1. every token sequence the masks allow is a prefix the grammar accepts character by character
+//     (and a complete string when the walk ends with EOS);
+//  2. every string the grammar accepts, reached that way, has a token path the masks allow: its
+//     tokenizer encoding passes every mask and ends complete.
+#include <gtest/gtest.h>
+#include <rapidcheck/gtest.h>
+
+#include <cstdlib>
+
+#include "base/file_set.h"
+#include "grammar/gbnf.h"
+#include "grammar/test_cases.h"
+#include "grammar/token_matcher.h"
+#include "tokenizer/tokenizer.h"
+
+namespace infernix::grammar {
+namespace {
+
+constexpr int32_t kImEnd = 151645;
+
+const Tokenizer& Qwen() {
+  static const std::unique_ptr<Tokenizer> tokenizer = [] {
+    const char* env = std::getenv("INFERNIX_FIXTURES_DIR");
+    const std::string dir = env != nullptr && *env != '\0' ? env : INFERNIX_FIXTURES_DIR;
+    return Tokenizer::Load(DirFileSet(dir + "/tokenizers/qwen3"));
+  }();
+  return *tokenizer;
+}
+
+const std::shared_ptr<const TokenVocabulary>& Vocab() {
+  static const std::shared_ptr<const TokenVocabulary> vocab = TokenVocabulary::FromTokenizer(Qwen());
+  return vocab;
+}
+
+// The grammars of the shared cases, compiled once for the vocabulary (masks shared between runs).
+const std::vector<std::shared_ptr<TokenGrammar>>& Compiled() {
+  static const std::vector<std::shared_ptr<TokenGrammar>> compiled = [] {
+    std::vector<std::shared_ptr<TokenGrammar>> out;
+    for (const auto& c : testing::GrammarCases())
+      out.push_back(std::make_shared<TokenGrammar>(std::make_shared<const CompiledGrammar>(testing::BuildGrammar(c)),
+                                                   Vocab()));
+    out.push_back(std::make_shared<TokenGrammar>(std::make_shared<const CompiledGrammar>(ParseGbnf(JsonGbnf())),
+                                                 Vocab()));
+    return out;
+  }();
+  return compiled;
+}
+
+std::vector<int32_t> AllowedIds(const std::vector<uint32_t>& mask) {
+  std::vector<int32_t> ids;
+  for (size_t w = 0; w < mask.size(); ++w)
+    for (uint32_t bits = mask[w]; bits != 0; bits &= bits - 1)
+      ids.push_back(static_cast<int32_t>(w * 32 + static_cast<size_t>(__builtin_ctz(bits))));
+  return ids;
+}
+
+struct Walk {
+  std::string bytes;
+  bool ended_with_eos = false;
+};
+
+// A random walk through the masks: at each step one allowed token, chosen by rapidcheck.
+Walk RandomWalk(const std::shared_ptr<TokenGrammar>& grammar, int max_steps) {
+  TokenMatcher m(grammar, {kImEnd});
+  std::vector<uint32_t> mask(m.mask_words());
+  Walk walk;
+  for (int step = 0; step < max_steps; ++step) {
+    m.FillNextTokenBitmask(mask);
+    std::vector<int32_t> allowed = AllowedIds(mask);
+    if (allowed.empty()) break;
+    int32_t id = allowed[*rc::gen::inRange<size_t>(0, allowed.size())];
+    RC_ASSERT(m.AcceptToken(id));
+    if (id == kImEnd) {
+      walk.ended_with_eos = true;
+      break;
+    }
+    walk.bytes += Qwen().TokenBytes(id);
+  }
+  return walk;
+}
+
+RC_GTEST_PROP(TokenMatcherProperty, AllowedTokenPathsSpellAcceptedStrings, ()) {
+  const auto& grammars = Compiled();
+  size_t g = *rc::gen::inRange<size_t>(0, grammars.size());
+  Walk walk = RandomWalk(grammars[g], 12);
+  RC_TAG(walk.ended_with_eos ? "complete" : "prefix");
+  GrammarMatcher chars(grammars[g]->grammar());
+  RC_ASSERT(chars.Accept(walk.bytes));  // a valid prefix, byte by byte
+  if (walk.ended_with_eos) RC_ASSERT(chars.IsComplete());
+}
+
+RC_GTEST_PROP(TokenMatcherProperty, AcceptedStringsHaveAnAllowedTokenPath, ()) {
+  const auto& grammars = Compiled();
+  size_t g = *rc::gen::inRange<size_t>(0, grammars.size());
+  Walk walk = RandomWalk(grammars[g], 12);
+  RC_PRE(walk.ended_with_eos);  // a complete string the grammar accepts
+  TokenMatcher m(grammars[g], {kImEnd});
+  std::vector<uint32_t> mask(m.mask_words());
+  for (int32_t id : Qwen().Encode(walk.bytes)) {
+    m.FillNextTokenBitmask(mask);
+    RC_ASSERT(((mask[static_cast<size_t>(id) >> 5] >> (id & 31)) & 1u) == 1u);
+    RC_ASSERT(m.AcceptToken(id));
+  }
+  RC_ASSERT(m.IsComplete());
+}
+
+}  // namespace
+}  // namespace infernix::grammar
