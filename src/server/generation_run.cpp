@@ -29,6 +29,22 @@ std::function<std::string()> CallIdGenerator() {
 
 }  // namespace
 
+std::shared_ptr<grammar::TokenGrammar> ToolCallGrammar(ModelService& service, ChatInput& input) {
+  if (input.tool_choice != ToolChoiceMode::kRequired && input.tool_choice != ToolChoiceMode::kNamed) return nullptr;
+  if (service.tool_call_format() != ToolCallFormat::kJson) return nullptr;
+  Json tools = RenderedTools(input);
+  bool strict = false;
+  for (const auto& t : tools) strict = strict || t["function"].value("strict", false);
+  try {
+    auto g = service.CompileGrammar(GrammarKind::kToolCalls, DumpJson(tools));
+    input.tool_call_constrained = true;
+    return g;
+  } catch (const Error& e) {
+    if (strict) BadRequest("tools", std::string("a strict tool's parameters cannot be enforced: ") + e.what());
+    return nullptr;
+  }
+}
+
 PreparedPrompt PrepareChatPrompt(const ModelService& service, const ChatInput& input) {
   PreparedPrompt p;
   Json vars = input.template_variables;
@@ -41,7 +57,7 @@ PreparedPrompt PrepareChatPrompt(const ModelService& service, const ChatInput& i
   if (input.tool_choice == ToolChoiceMode::kNamed || input.tool_choice == ToolChoiceMode::kRequired) {
     // Commit the assistant turn to a tool call (named: to that tool) by writing its opening.
     p.forced_prefix = "<tool_call>\n";
-    if (input.tool_choice == ToolChoiceMode::kNamed) {
+    if (input.tool_choice == ToolChoiceMode::kNamed && !input.tool_call_constrained) {
       if (service.tool_call_format() == ToolCallFormat::kXml) {
         p.forced_prefix += "<function=" + input.tool_choice_name + ">\n";
       } else {

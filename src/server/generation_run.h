@@ -23,6 +23,7 @@ struct ChatInput {
   ToolChoiceMode tool_choice = ToolChoiceMode::kAuto;
   std::string tool_choice_name;   // with kNamed
   Json template_variables = Json::object();  // enable_thinking, chat_template_kwargs entries, ...
+  bool tool_call_constrained = false;  // a grammar writes the forced call's name and arguments
 };
 
 // A rendered chat prompt, ready to submit.
@@ -32,6 +33,13 @@ struct PreparedPrompt {
   bool starts_in_reasoning = false;  // the prompt leaves the model inside <think>
   std::string forced_prefix;         // output the prompt already committed to (tool_choice required/named)
 };
+
+// For tool_choice required or named with a template that writes JSON tool calls: a grammar for
+// `{"name": N, "arguments": A}\n</tool_call>` with A following the tool's parameter schema, over the
+// chosen tools; sets input.tool_call_constrained. Null (the call is only opened, not constrained)
+// for XML-call templates, other tool choices, or when a schema cannot be converted and no tool is
+// strict; a strict tool whose schema cannot be converted is a 400.
+std::shared_ptr<grammar::TokenGrammar> ToolCallGrammar(ModelService& service, ChatInput& input);
 
 // Renders and tokenizes. Template errors (raise_exception included) are 400s.
 PreparedPrompt PrepareChatPrompt(const ModelService& service, const ChatInput& input);

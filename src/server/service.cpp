@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "embedded_model.h"
+#include "grammar/compose.h"
 #include "grammar/gbnf.h"
 #include "grammar/json_schema.h"
 #include "grammar/regex.h"
@@ -68,6 +69,18 @@ std::shared_ptr<grammar::TokenGrammar> ModelService::CompileGrammar(GrammarKind 
     case GrammarKind::kRegex: g = grammar::ParseRegex(source); break;
     case GrammarKind::kJson: g = grammar::ParseGbnf(grammar::JsonGbnf()); break;
     case GrammarKind::kJsonSchema: g = grammar::JsonSchemaGrammar(nlohmann::ordered_json::parse(source)); break;
+    case GrammarKind::kToolCalls: {
+      std::vector<grammar::Grammar> calls;
+      for (const auto& t : nlohmann::ordered_json::parse(source)) {
+        const auto& fn = t.at("function");
+        nlohmann::ordered_json params =
+            fn.contains("parameters") ? fn["parameters"] : nlohmann::ordered_json{{"type", "object"}};
+        std::string head = "{\"name\": " + nlohmann::ordered_json(fn.at("name")).dump() + ", \"arguments\": ";
+        calls.push_back(grammar::Surround(grammar::JsonSchemaGrammar(params), head, "}\n</tool_call>"));
+      }
+      g = grammar::Union(calls);
+      break;
+    }
     case GrammarKind::kChoices: {
       nlohmann::json arr = nlohmann::json::parse(source);
       g = grammar::ChoicesGrammar(arr.get<std::vector<std::string>>());

@@ -23,7 +23,7 @@ namespace infernix {
 // How the model's template writes tool calls: Hermes-style JSON (Qwen3) or XML (Qwen3-Coder, Qwen3.5).
 enum class ToolCallFormat { kJson, kXml };
 
-enum class GrammarKind { kGbnf, kRegex, kChoices, kJson, kJsonSchema };
+enum class GrammarKind { kGbnf, kRegex, kChoices, kJson, kJsonSchema, kToolCalls };
 
 struct ServiceOptions {
   std::string model_path;                 // empty: the embedded default model
@@ -55,7 +55,8 @@ class ModelService {
   const std::string& backend_name() const { return backend_name_; }
   // A grammar compiled for this model's vocabulary, from a cache keyed by (kind, source) so requests
   // with the same grammar share their mask work. kChoices: `source` is a JSON array of strings;
-  // kJson: any JSON value (source ignored); kJsonSchema: `source` is the schema's JSON text. Throws infernix::Error (with line and column) for a
+  // kJson: any JSON value (source ignored); kJsonSchema: `source` is the schema's JSON text;
+  // kToolCalls: `source` is an OpenAI tools array, the grammar one JSON-form call to one of them. Throws infernix::Error (with line and column) for a
   // malformed grammar. Thread-safe.
   std::shared_ptr<grammar::TokenGrammar> CompileGrammar(GrammarKind kind, const std::string& source);
 

@@ -243,3 +243,52 @@ test('response_format json_schema: the output parses and validates', async () =>
     assert.equal(r.choices[0].finish_reason, 'stop');
   }
 });
+
+test('tool_choice required and named produce valid calls to the tools', async () => {
+  const chat = referenceChats[0];
+  const tools = [
+    { type: 'function', function: { name: 'get_weather', strict: true, parameters: { type: 'object',
+      properties: { city: { type: 'string', maxLength: 12 }, days: { type: 'integer', minimum: 1, maximum: 7 } },
+      required: ['city', 'days'], additionalProperties: false } } },
+    { type: 'function', function: { name: 'get_time', parameters: { type: 'object',
+      properties: { zone: { enum: ['UTC', 'CET'] } }, required: ['zone'], additionalProperties: false } } },
+  ];
+  for (const [i, tool_choice] of ['required', { type: 'function', function: { name: 'get_time' } }].entries()) {
+    for (const stream of [false, true]) {
+      const req = { model: modelName, messages: chat.messages, tools, tool_choice, max_tokens: 80, temperature: 1.0, seed: i };
+      let calls;
+      let finish;
+      if (!stream) {
+        const r = await client.chat.completions.create(req);
+        calls = r.choices[0].message.tool_calls;
+        finish = r.choices[0].finish_reason;
+      } else {
+        const s = await client.chat.completions.create({ ...req, stream: true });
+        const byIndex = {};
+        for await (const chunk of s) {
+          const c = chunk.choices[0];
+          if (!c) continue;
+          if (c.finish_reason) finish = c.finish_reason;
+          for (const d of c.delta.tool_calls ?? []) {
+            byIndex[d.index] ??= { function: { name: '', arguments: '' } };
+            if (d.function?.name) byIndex[d.index].function.name = d.function.name;
+            byIndex[d.index].function.arguments += d.function?.arguments ?? '';
+          }
+        }
+        calls = Object.values(byIndex);
+      }
+      assert.equal(finish, 'tool_calls');
+      assert.equal(calls.length, 1);
+      const { name, arguments: text } = calls[0].function;
+      const args = JSON.parse(text);
+      if (typeof tool_choice === 'object') assert.equal(name, 'get_time');
+      if (name === 'get_weather') {
+        assert.equal(typeof args.city, 'string');
+        assert.ok(Number.isInteger(args.days) && args.days >= 1 && args.days <= 7);
+      } else {
+        assert.equal(name, 'get_time');
+        assert.ok(['UTC', 'CET'].includes(args.zone));
+      }
+    }
+  }
+});

@@ -85,6 +85,7 @@ class BlockStreamer {
 
 void HandleMessages(ModelService& service, const httplib::Request& req, httplib::Response& res) {
   MessagesRequest m = ParseMessagesRequest(service, ParseRequestBody(req.body), false);
+  if (!m.generation.grammar) m.generation.grammar = ToolCallGrammar(service, m.input);
   PreparedPrompt prompt = PrepareChatPrompt(service, m.input);
   m.generation.prompt = prompt.ids;
   auto run = std::make_shared<GenerationRun>(service, std::move(m.generation), ChatParserOptions(m.input, prompt),

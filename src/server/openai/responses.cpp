@@ -235,6 +235,7 @@ class ResponseBuilder {
 
 void HandleResponses(ModelService& service, const httplib::Request& req, httplib::Response& res) {
   ResponsesRequest r = ParseResponses(service, ParseRequestBody(req.body));
+  if (!r.generation.grammar) r.generation.grammar = ToolCallGrammar(service, r.input);
   PreparedPrompt prompt = PrepareChatPrompt(service, r.input);
   r.generation.prompt = prompt.ids;
   auto run = std::make_shared<GenerationRun>(service, std::move(r.generation), ChatParserOptions(r.input, prompt),

@@ -1,0 +1,45 @@
+#include "grammar/compose.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "grammar/gbnf.h"
+#include "grammar/json_schema.h"
+#include "grammar/matcher.h"
+
+namespace infernix::grammar {
+namespace {
+
+bool Matches(const Grammar& g, std::string_view text) {
+  GrammarMatcher m(std::make_shared<const CompiledGrammar>(g));
+  return m.Accept(text) && m.IsComplete();
+}
+
+TEST(Compose, SurroundAndUnion) {
+  Grammar digits = ParseGbnf(R"(root ::= [0-9]+)");
+  Grammar words = ParseGbnf(R"(root ::= ("ab" | "cd") x  
+x ::= "!"?)");
+  Grammar s = Surround(digits, "<n>", "</n>");
+  EXPECT_TRUE(Matches(s, "<n>42</n>"));
+  EXPECT_FALSE(Matches(s, "42"));
+  EXPECT_FALSE(Matches(s, "<n></n>"));
+  Grammar u = Union({s, words});
+  for (const char* ok : {"<n>7</n>", "ab", "cd!"}) EXPECT_TRUE(Matches(u, ok)) << ok;
+  for (const char* bad : {"<n>a</n>", "abcd", "", "7"}) EXPECT_FALSE(Matches(u, bad)) << bad;
+}
+
+TEST(Compose, ToolCallShapeAroundASchema) {
+  auto schema = nlohmann::ordered_json::parse(
+      R"({"type": "object", "properties": {"city": {"type": "string", "maxLength": 10}}, "required": ["city"],
+          "additionalProperties": false})");
+  Grammar call = Surround(JsonSchemaGrammar(schema), "{\"name\": \"get_weather\", \"arguments\": ", "}\n</tool_call>");
+  EXPECT_TRUE(Matches(call, "{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>"));
+  EXPECT_FALSE(Matches(call, "{\"name\": \"get_weather\", \"arguments\": {\"town\": \"Paris\"}}\n</tool_call>"));
+  EXPECT_FALSE(Matches(call, "{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}"));
+}
+
+}  // namespace
+}  // namespace infernix::grammar
