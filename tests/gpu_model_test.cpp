@@ -261,14 +261,8 @@ TEST_P(GpuTinyModel, GraphsChangeNothing) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, GpuTinyModel,
-                         ::testing::Values("qwen3-tiny", "qwen3-moe-tiny", "qwen3-next-tiny", "qwen3.5-tiny",
-                                           "qwen3.5-moe-tiny"),
-                         [](const auto& info) {
-                           std::string s = info.param;
-                           std::replace(s.begin(), s.end(), '-', '_');
-                           std::replace(s.begin(), s.end(), '.', '_');
-                           return s;
-                         });
+                         ::testing::ValuesIn(testing::kTinyModels),
+                         [](const auto& info) { return testing::ParamName(info.param); });
 
 // The real-vocabulary e2e models: greedy chats follow the CPU wherever its choice is clear.
 class GpuE2eModel : public ::testing::TestWithParam<std::string> {};
@@ -288,11 +282,8 @@ TEST_P(GpuE2eModel, ReferenceChatsFollowTheCpu) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, GpuE2eModel, ::testing::Values("qwen3-e2e", "qwen3-next-e2e"), [](const auto& info) {
-  std::string s = info.param;
-  std::replace(s.begin(), s.end(), '-', '_');
-  return s;
-});
+INSTANTIATE_TEST_SUITE_P(Fixtures, GpuE2eModel, ::testing::Values("qwen3-e2e", "qwen3-next-e2e"),
+                         [](const auto& info) { return testing::ParamName(info.param); });
 
 }  // namespace
 }  // namespace infernix

@@ -146,14 +146,8 @@ TEST_P(TinyModel, DeterministicAcrossThreadCounts) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, TinyModel,
-                         ::testing::Values("qwen3-tiny", "qwen3-moe-tiny", "qwen3-next-tiny", "qwen3.5-tiny",
-                                           "qwen3.5-moe-tiny"),
-                         [](const auto& info) {
-                           std::string s = info.param;
-                           std::replace(s.begin(), s.end(), '-', '_');
-                           std::replace(s.begin(), s.end(), '.', '_');
-                           return s;
-                         });
+                         ::testing::ValuesIn(testing::kTinyModels),
+                         [](const auto& info) { return testing::ParamName(info.param); });
 
 // The real-vocabulary e2e models reproduce the greedy ids of their reference chats.
 class E2eModel : public ::testing::TestWithParam<std::string> {};
@@ -174,11 +168,8 @@ TEST_P(E2eModel, ReproducesReferenceChat) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, E2eModel, ::testing::Values("qwen3-e2e", "qwen3-next-e2e"), [](const auto& info) {
-  std::string s = info.param;
-  std::replace(s.begin(), s.end(), '-', '_');
-  return s;
-});
+INSTANTIATE_TEST_SUITE_P(Fixtures, E2eModel, ::testing::Values("qwen3-e2e", "qwen3-next-e2e"),
+                         [](const auto& info) { return testing::ParamName(info.param); });
 
 }  // namespace
 }  // namespace infernix

@@ -15,6 +15,17 @@
 
 namespace infernix::testing {
 
+// The tiny reference models of tests/fixtures/models, one per architecture.
+inline const std::vector<std::string> kTinyModels = {"qwen3-tiny", "qwen3-moe-tiny", "qwen3-next-tiny", "qwen3.5-tiny",
+                                                     "qwen3.5-moe-tiny"};
+
+// A GoogleTest-safe name for a model-name parameter ("qwen3.5-tiny" -> "qwen3_5_tiny").
+inline std::string ParamName(std::string s) {
+  for (char& c : s)
+    if (c == '-' || c == '.') c = '_';
+  return s;
+}
+
 inline std::string FixturesDir() { return INFERNIX_FIXTURES_DIR; }
 inline std::string ModelDir(const std::string& name) { return FixturesDir() + "/models/" + name; }
 

@@ -146,6 +146,18 @@ void Engine::Finish(Active& a, FinishReason reason, std::string matched, bool by
   if (reason == FinishReason::kError) ++stats_.requests_failed;
 }
 
+namespace {
+
+// The end of a request's text: the decoder's held-back bytes through the stop matcher, and then
+// (unless a stop string turned up in them) whatever the matcher still held back.
+StopMatcher::Result FlushText(StreamDecoder& decoder, StopMatcher& stop) {
+  StopMatcher::Result tail = stop.Push(decoder.Flush());
+  if (!tail.stopped) tail.emit += stop.Flush();
+  return tail;
+}
+
+}  // namespace
+
 void Engine::HandleToken(Active& a, const SampleResult& sample) {
   const int32_t token = sample.token;
   a.sampler.Accept(token);
@@ -162,9 +174,8 @@ void Engine::HandleToken(Active& a, const SampleResult& sample) {
   TokenOutput out{token, "", sample.logprob, sample.top};
   const auto& stops = a.request.stop_token_ids;
   if (std::find(stops.begin(), stops.end(), token) != stops.end()) {
-    StopMatcher::Result tail = a.stop.Push(a.decoder.Flush());
-    out.text = tail.emit;
-    if (!tail.stopped) out.text += a.stop.Flush();
+    StopMatcher::Result tail = FlushText(a.decoder, a.stop);
+    out.text = std::move(tail.emit);
     a.handle->Publish(std::move(out));
     if (tail.stopped) {
       Finish(a, FinishReason::kStop, tail.matched, true, "");
@@ -181,9 +192,8 @@ void Engine::HandleToken(Active& a, const SampleResult& sample) {
     return;
   }
   if (a.generated >= a.request.max_new_tokens) {
-    StopMatcher::Result tail = a.stop.Push(a.decoder.Flush());
+    StopMatcher::Result tail = FlushText(a.decoder, a.stop);
     out.text += tail.emit;
-    if (!tail.stopped) out.text += a.stop.Flush();
     a.handle->Publish(std::move(out));
     Finish(a, tail.stopped ? FinishReason::kStop : FinishReason::kLength, tail.matched, tail.stopped, "");
     return;
@@ -247,8 +257,7 @@ void Engine::Step() {
       bool any = false;
       for (uint32_t w : a.mask) any = any || w != 0;
       if (!any) {  // the grammar is complete and allows nothing more (not even a stop token)
-        StopMatcher::Result tail = a.stop.Push(a.decoder.Flush());
-        std::string text = tail.emit + (tail.stopped ? "" : a.stop.Flush());
+        std::string text = FlushText(a.decoder, a.stop).emit;
         if (!text.empty()) a.handle->Publish(TokenOutput{a.last_token, text, 0, {}});
         Finish(a, FinishReason::kStop, "", false, "");
         active_.erase(s.request_id);

@@ -11,26 +11,17 @@
 #include "base/file_set.h"
 #include "grammar/gbnf.h"
 #include "grammar/test_cases.h"
+#include "grammar/test_vocab.h"
 #include "tokenizer/tokenizer.h"
 
 namespace infernix::grammar {
 namespace {
 
-constexpr int32_t kEndOfText = 151643, kImEnd = 151645;
 
-const Tokenizer& Qwen() {
-  static const std::unique_ptr<Tokenizer> tokenizer = [] {
-    const char* env = std::getenv("INFERNIX_FIXTURES_DIR");
-    const std::string dir = env != nullptr && *env != '\0' ? env : INFERNIX_FIXTURES_DIR;
-    return Tokenizer::Load(DirFileSet(dir + "/tokenizers/qwen3"));
-  }();
-  return *tokenizer;
-}
-
-const std::shared_ptr<const TokenVocabulary>& Vocab() {
-  static const std::shared_ptr<const TokenVocabulary> vocab = TokenVocabulary::FromTokenizer(Qwen());
-  return vocab;
-}
+using testing::kEndOfText;
+using testing::kImEnd;
+using testing::Qwen;
+using testing::Vocab;
 
 TokenMatcher MakeMatcher(const Grammar& grammar) {
   return TokenMatcher(std::make_shared<const CompiledGrammar>(grammar), Vocab(), {kEndOfText, kImEnd});

@@ -11,27 +11,17 @@
 #include "base/file_set.h"
 #include "grammar/gbnf.h"
 #include "grammar/test_cases.h"
+#include "grammar/test_vocab.h"
 #include "grammar/token_matcher.h"
 #include "tokenizer/tokenizer.h"
 
 namespace infernix::grammar {
 namespace {
 
-constexpr int32_t kImEnd = 151645;
 
-const Tokenizer& Qwen() {
-  static const std::unique_ptr<Tokenizer> tokenizer = [] {
-    const char* env = std::getenv("INFERNIX_FIXTURES_DIR");
-    const std::string dir = env != nullptr && *env != '\0' ? env : INFERNIX_FIXTURES_DIR;
-    return Tokenizer::Load(DirFileSet(dir + "/tokenizers/qwen3"));
-  }();
-  return *tokenizer;
-}
-
-const std::shared_ptr<const TokenVocabulary>& Vocab() {
-  static const std::shared_ptr<const TokenVocabulary> vocab = TokenVocabulary::FromTokenizer(Qwen());
-  return vocab;
-}
+using testing::kImEnd;
+using testing::Qwen;
+using testing::Vocab;
 
 // The grammars of the shared cases, compiled once for the vocabulary (masks shared between runs).
 const std::vector<std::shared_ptr<TokenGrammar>>& Compiled() {
