@@ -14,9 +14,65 @@ size_t DTypeSize(DType dtype) {
     case DType::kBF16: return 2;
     case DType::kI32: return 4;
     case DType::kI64: return 8;
+    case DType::kF8E4M3: return 1;
+    default: break;
   }
-  INFX_CHECK_MSG(false, "unknown dtype {}", static_cast<int>(dtype));
+  INFX_CHECK_MSG(false, "DTypeSize of block type {}", DTypeName(dtype));
   return 0;
+}
+
+int64_t DTypeBlockSize(DType dtype) {
+  switch (dtype) {
+    case DType::kQ4_0:
+    case DType::kQ4_1:
+    case DType::kQ5_0:
+    case DType::kQ5_1:
+    case DType::kQ8_0:
+    case DType::kIQ4_NL: return 32;
+    case DType::kQ2_K:
+    case DType::kQ3_K:
+    case DType::kQ4_K:
+    case DType::kQ5_K:
+    case DType::kQ6_K:
+    case DType::kIQ4_XS: return 256;
+    default: return 1;
+  }
+}
+
+size_t DTypeBlockBytes(DType dtype) {
+  switch (dtype) {
+    case DType::kQ4_0: return 18;    // f16 scale + 16 bytes of nibbles
+    case DType::kQ4_1: return 20;    // f16 scale, f16 min + 16
+    case DType::kQ5_0: return 22;    // f16 scale + 4 bytes of high bits + 16
+    case DType::kQ5_1: return 24;    // f16 scale, f16 min + 4 + 16
+    case DType::kQ8_0: return 34;    // f16 scale + 32 int8
+    case DType::kIQ4_NL: return 18;  // f16 scale + 16 bytes of table indices
+    case DType::kQ2_K: return 84;    // 16 scales/mins + 64 quants + f16 d, dmin
+    case DType::kQ3_K: return 110;   // 32 high-bit mask + 64 quants + 12 scales + f16 d
+    case DType::kQ4_K: return 144;   // f16 d, dmin + 12 scales + 128 quants
+    case DType::kQ5_K: return 176;   // f16 d, dmin + 12 scales + 32 high bits + 128 quants
+    case DType::kQ6_K: return 210;   // 128 low bits + 64 high bits + 16 int8 scales + f16 d
+    case DType::kIQ4_XS: return 136; // f16 d + u16 scales_h + 4 scales_l + 128 indices
+    default: return DTypeSize(dtype);
+  }
+}
+
+size_t RowBytes(DType dtype, int64_t n) {
+  int64_t block = DTypeBlockSize(dtype);
+  INFX_CHECK_MSG(n >= 0 && n % block == 0, "{} elements of {} (blocks of {})", n, DTypeName(dtype), block);
+  return static_cast<size_t>(n / block) * DTypeBlockBytes(dtype);
+}
+
+float F8E4M3ToF32(uint8_t v) {
+  uint32_t sign = (v & 0x80u) << 24;
+  uint32_t exponent = (v >> 3) & 0xfu;
+  uint32_t mantissa = v & 0x7u;
+  if (exponent == 0xf && mantissa == 0x7) return std::bit_cast<float>(sign | 0x7fc00000u);  // NaN
+  if (exponent == 0) {  // zero or subnormal: mantissa * 2^-9
+    float f = std::ldexp(static_cast<float>(mantissa), -9);
+    return sign ? -f : f;
+  }
+  return std::bit_cast<float>(sign | ((exponent + 120) << 23) | (mantissa << 20));
 }
 
 std::string_view DTypeName(DType dtype) {
@@ -26,6 +82,19 @@ std::string_view DTypeName(DType dtype) {
     case DType::kBF16: return "bf16";
     case DType::kI32: return "i32";
     case DType::kI64: return "i64";
+    case DType::kF8E4M3: return "f8_e4m3";
+    case DType::kQ4_0: return "q4_0";
+    case DType::kQ4_1: return "q4_1";
+    case DType::kQ5_0: return "q5_0";
+    case DType::kQ5_1: return "q5_1";
+    case DType::kQ8_0: return "q8_0";
+    case DType::kQ2_K: return "q2_k";
+    case DType::kQ3_K: return "q3_k";
+    case DType::kQ4_K: return "q4_k";
+    case DType::kQ5_K: return "q5_k";
+    case DType::kQ6_K: return "q6_k";
+    case DType::kIQ4_NL: return "iq4_nl";
+    case DType::kIQ4_XS: return "iq4_xs";
   }
   return "?";
 }

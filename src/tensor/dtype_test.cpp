@@ -32,6 +32,33 @@ TEST(DType, F16Conversions) {
   EXPECT_EQ(F32ToF16(1e6f), 0x7c00);
 }
 
+TEST(DType, F8E4M3) {
+  EXPECT_EQ(F8E4M3ToF32(0x00), 0.0f);
+  EXPECT_EQ(F8E4M3ToF32(0x38), 1.0f);        // exponent 7 = bias
+  EXPECT_EQ(F8E4M3ToF32(0xc0), -2.0f);
+  EXPECT_EQ(F8E4M3ToF32(0x7e), 448.0f);      // largest finite
+  EXPECT_EQ(F8E4M3ToF32(0x01), std::ldexp(1.0f, -9));  // smallest subnormal
+  EXPECT_EQ(F8E4M3ToF32(0x07), 7 * std::ldexp(1.0f, -9));
+  EXPECT_EQ(F8E4M3ToF32(0x08), std::ldexp(1.0f, -6));  // smallest normal
+  EXPECT_TRUE(std::isnan(F8E4M3ToF32(0x7f)));
+  EXPECT_TRUE(std::isnan(F8E4M3ToF32(0xff)));
+}
+
+TEST(DType, BlockFormats) {
+  EXPECT_EQ(RowBytes(DType::kBF16, 10), 20u);
+  EXPECT_EQ(RowBytes(DType::kQ8_0, 64), 68u);
+  EXPECT_EQ(RowBytes(DType::kQ4_K, 512), 288u);
+  EXPECT_EQ(RowBytes(DType::kIQ4_XS, 256), 136u);
+  EXPECT_THROW(RowBytes(DType::kQ6_K, 100), std::exception);  // not a whole block
+  HostBuffer q(DType::kQ4_0, Shape{3, 64});
+  EXPECT_EQ(q.size_bytes(), 3u * 2 * 18);
+  EXPECT_EQ(q.view().size_bytes(), 3u * 2 * 18);
+  Tensor row = q.view().SliceRows(1, 2);
+  EXPECT_EQ(static_cast<char*>(row.data) - static_cast<char*>(q.view().data), 36);
+  EXPECT_TRUE(IsBlockQuantized(DType::kQ4_0));
+  EXPECT_FALSE(IsBlockQuantized(DType::kF8E4M3));
+}
+
 TEST(Tensor, ShapesAndSlices) {
   HostBuffer buf(DType::kF32, Shape{4, 3});
   Tensor t = buf.view();

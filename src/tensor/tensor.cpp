@@ -50,14 +50,14 @@ Tensor Tensor::SliceRows(int64_t begin, int64_t count) const {
   int64_t row_elems = numel() / (shape[0] == 0 ? 1 : shape[0]);
   Shape s = shape;
   s.dims[0] = count;
-  auto* base = static_cast<char*>(data) + static_cast<size_t>(begin * row_elems) * DTypeSize(dtype);
+  auto* base = static_cast<char*>(data) + RowBytes(dtype, begin * row_elems);
   return Tensor{base, dtype, s};
 }
 
 std::string Tensor::Describe() const { return fmt::format("{}{}", DTypeName(dtype), shape.ToString()); }
 
 HostBuffer::HostBuffer(DType dtype, Shape shape) : dtype_(dtype), shape_(shape) {
-  bytes_ = static_cast<size_t>(shape.numel()) * DTypeSize(dtype);
+  bytes_ = RowBytes(dtype, shape.numel());
   size_t alloc = (bytes_ + 63) / 64 * 64;
   void* p = std::aligned_alloc(64, alloc == 0 ? 64 : alloc);
   INFX_CHECK_MSG(p != nullptr, "out of host memory allocating {} bytes", alloc);

@@ -38,7 +38,8 @@ struct Tensor {
   Shape shape;
 
   int64_t numel() const { return shape.numel(); }
-  size_t size_bytes() const { return static_cast<size_t>(numel()) * DTypeSize(dtype); }
+  // Block-quantized tensors: the bytes of their packed blocks (the last dim is a multiple of the block).
+  size_t size_bytes() const { return RowBytes(dtype, numel()); }
   int64_t dim(int i) const { return shape[i]; }
   // Rows of the last dimension: numel / dims[ndim-1].
   int64_t rows() const { return shape.ndim == 0 ? 1 : numel() / shape[shape.ndim - 1]; }
