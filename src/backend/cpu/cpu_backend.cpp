@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "base/check.h"
+#include "quant/quant.h"
 
 namespace infernix {
 
@@ -86,23 +87,22 @@ namespace cpu {
 
 const float* WeightRow(const Tensor& w, int64_t j, std::vector<float>& scratch) {
   int64_t k = w.cols();
-  switch (w.dtype) {
-    case DType::kF32: return w.as<const float>() + j * k;
-    case DType::kBF16: {
-      scratch.resize(static_cast<size_t>(k));
-      const uint16_t* src = w.as<const uint16_t>() + j * k;
-      for (int64_t i = 0; i < k; ++i) scratch[static_cast<size_t>(i)] = Bf16ToF32(src[i]);
-      return scratch.data();
-    }
-    case DType::kF16: {
-      scratch.resize(static_cast<size_t>(k));
-      const uint16_t* src = w.as<const uint16_t>() + j * k;
-      for (int64_t i = 0; i < k; ++i) scratch[static_cast<size_t>(i)] = F16ToF32(src[i]);
-      return scratch.data();
-    }
-    default: INFX_CHECK_MSG(false, "weight dtype {} in a float op", DTypeName(w.dtype));
-  }
-  return nullptr;
+  if (w.dtype == DType::kF32) return w.as<const float>() + j * k;
+  // FP8 weights are not float weights on their own: their block scales live in another tensor.
+  INFX_CHECK_MSG(w.dtype == DType::kBF16 || w.dtype == DType::kF16 || IsBlockQuantized(w.dtype),
+                 "weight dtype {} in a float op", DTypeName(w.dtype));
+  scratch.resize(static_cast<size_t>(k));
+  DequantizeRow(w.dtype, static_cast<const char*>(w.data) + static_cast<size_t>(j) * RowBytes(w.dtype, k),
+                scratch.data(), k);
+  return scratch.data();
+}
+
+std::vector<float> WeightValues(const Tensor& w) {
+  INFX_CHECK_MSG(w.dtype != DType::kF8E4M3 && w.dtype != DType::kI32 && w.dtype != DType::kI64,
+                 "weight dtype {} in a float op", DTypeName(w.dtype));
+  std::vector<float> out(static_cast<size_t>(w.numel()));
+  DequantizeRow(w.dtype, w.data, out.data(), w.numel());
+  return out;
 }
 
 float Dot(const float* a, const float* b, int64_t n) {

@@ -1,6 +1,7 @@
 // The CPU backend: the reference implementation of every op in backend/ops.h. f32 activations,
-// f32 math from the stored weights (f32/f16/bf16), multithreaded and deterministic: each output
-// element is computed by one task in a fixed order, so results do not depend on the thread count.
+// f32 math from the stored weights (f32/f16/bf16, or GGUF block-quantized types decoded row by row with
+// DequantizeRow), multithreaded and deterministic: each output element is computed by one task in a
+// fixed order, so results do not depend on the thread count.
 #pragma once
 
 #include <cmath>
@@ -78,8 +79,13 @@ class CpuState final : public SequenceState {
 
 // Helpers shared by the CPU op files.
 namespace cpu {
-// Row j of weight w [m, k] as f32: a pointer into w when it is f32, else converted into `scratch`.
+// Row j of weight w [m, k] as f32: a pointer into w when it is f32, else decoded into `scratch`
+// (f16, bf16 and every block-quantized type; a block type's k is a multiple of its block size). The
+// one place the float ops read weights, so a quantized weight gives exactly the results of the same
+// weight dequantized to f32 beforehand.
 const float* WeightRow(const Tensor& w, int64_t j, std::vector<float>& scratch);
+// Every element of a small weight (norm weights, conv kernels) as f32, decoded like WeightRow.
+std::vector<float> WeightValues(const Tensor& w);
 float Dot(const float* a, const float* b, int64_t n);
 inline float Sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 inline float Silu(float x) { return x / (1.0f + std::exp(-x)); }

@@ -46,8 +46,9 @@ void CpuBackend::RmsNorm(const Tensor& x, const Tensor& weight, float eps, bool 
   CheckSameF32(x, out);
   int64_t rows = x.rows(), d = x.cols();
   INFX_CHECK_MSG(weight.numel() == d, "RmsNorm x {} weight {}", x.Describe(), weight.Describe());
-  std::vector<float> w(static_cast<size_t>(d));
-  for (int64_t i = 0; i < d; ++i) w[static_cast<size_t>(i)] = LoadAsFloat(weight, i) + (unit_offset ? 1.0f : 0.0f);
+  std::vector<float> w = cpu::WeightValues(weight);
+  if (unit_offset)
+    for (float& v : w) v += 1.0f;
   pool_.ParallelFor(static_cast<size_t>(rows), 64, [&](size_t b, size_t e) {
     for (size_t r = b; r < e; ++r) {
       const float* xr = x.as<const float>() + static_cast<int64_t>(r) * d;
@@ -63,13 +64,14 @@ void CpuBackend::GatedRmsNorm(const Tensor& x, const Tensor& z, const Tensor& we
   CheckSameF32(x, out);
   int64_t rows = x.rows(), d = x.cols();
   INFX_CHECK(weight.numel() == d);
+  std::vector<float> w = cpu::WeightValues(weight);
   pool_.ParallelFor(static_cast<size_t>(rows), 64, [&](size_t b, size_t e) {
     for (size_t r = b; r < e; ++r) {
       const float* xr = x.as<const float>() + static_cast<int64_t>(r) * d;
       const float* zr = z.as<const float>() + static_cast<int64_t>(r) * d;
       float* yr = out.as<float>() + static_cast<int64_t>(r) * d;
       float inv = cpu::InverseRms(xr, d, eps);
-      for (int64_t i = 0; i < d; ++i) yr[i] = LoadAsFloat(weight, i) * (xr[i] * inv) * cpu::Silu(zr[i]);
+      for (int64_t i = 0; i < d; ++i) yr[i] = w[static_cast<size_t>(i)] * (xr[i] * inv) * cpu::Silu(zr[i]);
     }
   });
 }

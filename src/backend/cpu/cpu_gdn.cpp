@@ -16,8 +16,7 @@ void CpuBackend::CausalConv1d(const Tensor& x, const Tensor& w, SequenceState& s
   int64_t kernel = w.numel() / c_count;
   INFX_CHECK(kernel == st.spec().conv_kernel && c_count == st.spec().conv_channels && out.numel() == x.numel());
   int64_t keep = kernel - 1;
-  std::vector<float> wf(static_cast<size_t>(w.numel()));
-  for (int64_t i = 0; i < w.numel(); ++i) wf[static_cast<size_t>(i)] = LoadAsFloat(w, i);
+  std::vector<float> wf = cpu::WeightValues(w);
   for (const BatchSeq& seq : layout.seqs) {
     float* conv_state = st.Conv(layer, seq.slot);  // [keep, C], oldest first
     const float* xs = x.as<const float>() + seq.token_begin * c_count;
