@@ -35,15 +35,22 @@ Tensor WeightBinder::Host(const std::string& name, const Shape& expected) {
   if (!(t.shape == expected))
     ThrowError(ErrorCode::kInvalidFormat, "{}: tensor '{}' has shape {}, expected {} from config.json",
                files_.FileOf(name), name, t.shape.ToString(), expected.ToString());
-  if (t.dtype != DType::kF32 && t.dtype != DType::kF16 && t.dtype != DType::kBF16)
-    ThrowError(ErrorCode::kUnsupported, "{}: tensor '{}' has dtype {}, expected bf16, f16 or f32", files_.FileOf(name),
-               name, DTypeName(t.dtype));
+  // Float and quantized weights pass; the backend refuses, in UploadWeight, a type it cannot compute with.
+  if (t.dtype == DType::kI32 || t.dtype == DType::kI64)
+    ThrowError(ErrorCode::kUnsupported, "{}: tensor '{}' has dtype {}, expected a float or quantized type",
+               files_.FileOf(name), name, DTypeName(t.dtype));
   used_.insert(name);
   return t;
 }
 
 Tensor WeightBinder::Get(const std::string& name, const Shape& expected) {
-  return backend_.UploadWeight(Host(name, expected));
+  Tensor host = Host(name, expected);
+  try {
+    return backend_.UploadWeight(host);
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::kUnsupported) throw;
+    ThrowError(ErrorCode::kUnsupported, "{}: tensor '{}': {}", files_.FileOf(name), name, e.what());
+  }
 }
 
 Tensor WeightBinder::Own(HostBuffer buffer) {
@@ -61,7 +68,7 @@ std::vector<std::string> WeightBinder::Unused() const {
 HostBuffer GatherWeightRows(const Tensor& w, const std::vector<int64_t>& rows) {
   int64_t cols = w.cols();
   HostBuffer out(w.dtype, Shape{static_cast<int64_t>(rows.size()), cols});
-  size_t row_bytes = static_cast<size_t>(cols) * DTypeSize(w.dtype);
+  size_t row_bytes = RowBytes(w.dtype, cols);
   for (size_t i = 0; i < rows.size(); ++i)
     std::memcpy(static_cast<char*>(out.view().data) + i * row_bytes,
                 static_cast<const char*>(w.data) + static_cast<size_t>(rows[i]) * row_bytes, row_bytes);

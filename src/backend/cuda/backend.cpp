@@ -166,6 +166,9 @@ void* CudaBackend::Upload(const void* host, size_t bytes) {
 }
 
 Tensor CudaBackend::UploadWeight(const Tensor& host) {
+  if (host.dtype != DType::kF32 && host.dtype != DType::kF16 && host.dtype != DType::kBF16)
+    ThrowError(ErrorCode::kUnsupported, "the CUDA backend has no kernels for {} weights yet (use --backend cpu)",
+               DTypeName(host.dtype));
   size_t bytes = host.size_bytes();
   void* dst = weights_.Allocate(bytes);
   INFX_CUDA_CHECK(cudaMemcpy(dst, host.data, bytes, cudaMemcpyHostToDevice));
