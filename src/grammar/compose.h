@@ -1,5 +1,6 @@
-// Combining grammars: a grammar between literal text, and the union of grammars. Used to constrain
-// a tool call to the model's call format with the tool's argument schema inside.
+// Combining grammars: literals, concatenation, optionals, unions, a grammar between literal text, and
+// free text that excludes a string. Used to constrain a tool call to the model's call format with the
+// tool's argument schema inside (tool_call_grammar.h).
 #pragma once
 
 #include <string_view>
@@ -14,5 +15,23 @@ Grammar Surround(const Grammar& g, std::string_view prefix, std::string_view suf
 
 // The union of the grammars' languages (at least one grammar).
 Grammar Union(const std::vector<Grammar>& grammars);
+
+// Exactly `text` (UTF-8).
+Grammar Literal(std::string_view text);
+
+// The concatenation of the grammars' languages, in order (no grammars: the empty string).
+Grammar Concat(const std::vector<Grammar>& parts);
+
+// `g`'s language and the empty string.
+Grammar Optional(const Grammar& g);
+
+// Zero or more strings of `g`'s language, one after the other (`g` must not accept the empty string).
+Grammar ZeroOrMore(const Grammar& g);
+
+// Every string (any code points, the empty string included) that does not contain `stop` (non-empty
+// UTF-8). Built from the KMP automaton of `stop`: one rule per matched prefix length, so a matcher
+// tracks how much of `stop` the text ends with. When `stop` has no border (no proper prefix that is
+// also a suffix, true of tags like `</parameter>`), text + stop contains stop only at its end.
+Grammar TextExcluding(std::string_view stop);
 
 }  // namespace infernix::grammar

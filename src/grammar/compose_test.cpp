@@ -41,5 +41,27 @@ TEST(Compose, ToolCallShapeAroundASchema) {
   EXPECT_FALSE(Matches(call, "{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}"));
 }
 
+TEST(Compose, LiteralConcatOptionalZeroOrMore) {
+  Grammar g = Concat({Literal("a"), Optional(Literal("b")), ZeroOrMore(Literal("cd")), Literal("é")});
+  for (const char* ok : {"aé", "abé", "acdé", "abcdcdé"}) EXPECT_TRUE(Matches(g, ok)) << ok;
+  for (const char* bad : {"a", "bé", "abbé", "acé", "aé!"}) EXPECT_FALSE(Matches(g, bad)) << bad;
+  EXPECT_TRUE(Matches(Concat({}), ""));
+}
+
+TEST(Compose, TextExcludingRefusesExactlyTheStop) {
+  Grammar g = TextExcluding("</p>");
+  for (const char* ok : {"", "x", "<", "</", "</p", "<</p", "</p</", "a</q>b", "é\n</ p>", "<//p>"})
+    EXPECT_TRUE(Matches(g, ok)) << ok;
+  for (const char* bad : {"</p>", "x</p>", "</p>x", "<</p>", "</</p>"}) EXPECT_FALSE(Matches(g, bad)) << bad;
+  // A stop with a border: "aab" after "aa" must still be seen.
+  Grammar b = TextExcluding("aab");
+  for (const char* ok : {"aa", "aaa", "aba", "abab"}) EXPECT_TRUE(Matches(b, ok)) << ok;
+  for (const char* bad : {"aab", "aaab", "xaaab", "abaab"}) EXPECT_FALSE(Matches(b, bad)) << bad;
+  // Followed by the stop: the stop can only be the end.
+  Grammar closed = Concat({TextExcluding("</p>"), Literal("</p>")});
+  EXPECT_TRUE(Matches(closed, "a<b</p>"));
+  EXPECT_FALSE(Matches(closed, "a</p>b</p>"));
+}
+
 }  // namespace
 }  // namespace infernix::grammar

@@ -540,8 +540,8 @@ CharClass StringSafe(const CharClass& cls) {
   return MakeCharClass(std::move(out), false);
 }
 
-// JSON Schema patterns are unanchored searches; ParseRegex anchors at both ends, so an
-// unanchored side gets `.*`.
+}  // namespace
+
 std::string AnchoredPattern(const std::string& pattern) {
   std::string p = pattern;
   const bool start = !p.empty() && p[0] == '^';
@@ -553,7 +553,6 @@ std::string AnchoredPattern(const std::string& pattern) {
   return (start ? "" : ".*") + std::string("(?:") + p + ")" + (end ? "" : ".*");
 }
 
-}  // namespace
 
 std::string JsonSchemaToGbnf(const nlohmann::ordered_json& schema) { return Converter(schema).Convert(); }
 

@@ -23,6 +23,10 @@ namespace infernix::grammar {
 // Throws Error(kInvalidArgument) naming the JSON pointer of the offending keyword.
 std::string JsonSchemaToGbnf(const nlohmann::ordered_json& schema);
 
+// A JSON Schema `pattern` (an unanchored search) as a whole-string regex for ParseRegex: a side
+// without `^` / `$` gets `.*`.
+std::string AnchoredPattern(const std::string& pattern);
+
 // The grammar of JsonSchemaToGbnf with `pattern` rules filled in from ParseRegex.
 Grammar JsonSchemaGrammar(const nlohmann::ordered_json& schema);
 
