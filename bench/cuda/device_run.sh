@@ -3,6 +3,7 @@
 #   ops       the CPU-vs-CUDA op tests (backend_cuda_test)
 #   models    the fixture models on the GPU (gpu_model_test)
 #   bench     infernix bench on dummy Qwen3-8B weights (pp4096, tg128 at batch 1, 2, 4, 8)
+#   qbench    the same model with quantized dummy weights ($QUANTS, default q8_0 q4_k), pp512 and tg64
 #   sanitize  compute-sanitizer memcheck over the gpu tests
 # Logs go to $OUT. Optional, carried in .deps/ (ignored by git): src.tar.gz (a `git archive` of the
 # commit under test, built instead of the working tree), include/ + lib/ (PCRE2, utf8proc) and a
@@ -56,6 +57,12 @@ for step in "$@"; do
       echo "== bench"
       timeout 150 $BUILD/bin/infernix bench --model $SRC/bench/configs/qwen3-8b.json --dummy-weights --backend cuda \
         -p 4096 -n 128 -b 1,2,4,8 --json "$OUT/bench.json" 2>&1 | tee "$OUT/bench.log" ;;
+    qbench)
+      echo "== bench, quantized dummy weights"
+      for q in ${QUANTS:-q8_0 q4_k}; do
+        timeout 150 $BUILD/bin/infernix bench --model $SRC/bench/configs/qwen3-8b.json --dummy-weights --backend cuda \
+          --dummy-quant $q -p 512 -n 64 -b 1,8 -r 1 --json "$OUT/bench_$q.json" 2>&1 | tee "$OUT/bench_$q.log"
+      done ;;
     ncu)
       echo "== ncu: kernels of decode steps at batch 1"
       NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)

@@ -30,12 +30,20 @@ struct BenchOptions {
   std::string batches = "1,2,4,8";
   int repetitions = 3;
   std::string json_path;
+  std::string dummy_quant;  // empty: bf16
 };
+
+DType ParseDummyQuant(const std::string& name) {
+  for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K})
+    if (name == DTypeName(t)) return t;
+  ThrowError(ErrorCode::kInvalidArgument, "--dummy-quant: '{}' is not one of q8_0, q4_0, q4_k, q5_k, q6_k", name);
+}
 
 // Parameters (elements) of the matrix products one token goes through, excluding the embedding and
 // the LM head; MoE layers count `experts_read` routed experts.
 struct ModelCounts {
   double linear_params = 0;       // per token (with top_k experts)
+  double expert_params = 0;       // of which routed experts
   double lm_head_params = 0;
   double attention_flops_per_pair = 0;  // FLOPs per (query, key) pair summed over attention layers
   double kv_bytes_per_token = 0;
@@ -63,7 +71,12 @@ double LayerParams(const ModelConfig& c, int l, double experts) {
 
 ModelCounts Count(const ModelConfig& c, double experts_per_moe_layer) {
   ModelCounts m;
-  for (int l = 0; l < c.num_layers; ++l) m.linear_params += LayerParams(c, l, experts_per_moe_layer);
+  for (int l = 0; l < c.num_layers; ++l) {
+    m.linear_params += LayerParams(c, l, experts_per_moe_layer);
+    if (c.mlp_types[static_cast<size_t>(l)] == MlpType::kMoe)
+      m.expert_params += experts_per_moe_layer * 3 * static_cast<double>(c.hidden_size) *
+                         static_cast<double>(c.moe_intermediate_size);
+  }
   m.lm_head_params = static_cast<double>(c.vocab_size) * static_cast<double>(c.hidden_size);
   const double attn_layers = c.CountLayers(LayerType::kFullAttention);
   m.attention_flops_per_pair = attn_layers * 4.0 * c.num_heads * c.head_dim;  // QK^T and PV
@@ -108,13 +121,18 @@ void Run(const BenchOptions& o) {
   if (!o.dummy_weights) files = OpenModelFiles(o.model_path);
   std::unique_ptr<Backend> backend = CreateBackend(o.backend);
   auto t_load = std::chrono::steady_clock::now();
-  std::unique_ptr<Model> model = o.dummy_weights
-                                     ? LoadModelWithDummyWeights(LoadConfigForDummyWeights(o.model_path, &files), *backend)
-                                     : LoadModel(*files, *backend);
+  if (!o.dummy_quant.empty() && !o.dummy_weights)
+    ThrowError(ErrorCode::kInvalidArgument, "--dummy-quant needs --dummy-weights");
+  const DType linear_dtype = o.dummy_quant.empty() ? DType::kBF16 : ParseDummyQuant(o.dummy_quant);
+  std::unique_ptr<Model> model =
+      o.dummy_weights ? LoadModelWithDummyWeights(LoadConfigForDummyWeights(o.model_path, &files), *backend, 1,
+                                                  linear_dtype)
+                      : LoadModel(*files, *backend);
   const ModelConfig& c = model->config();
   std::printf("model: %s, %d layers, hidden %lld, vocab %lld%s; backend %s; loaded in %.1f s\n",
               std::string(ArchitectureName(c.arch)).c_str(), c.num_layers, static_cast<long long>(c.hidden_size),
-              static_cast<long long>(c.vocab_size), o.dummy_weights ? " (dummy weights)" : "",
+              static_cast<long long>(c.vocab_size),
+              o.dummy_weights ? fmt::format(" (dummy {} weights)", DTypeName(linear_dtype)).c_str() : "",
               std::string(backend->name()).c_str(), Seconds(t_load, std::chrono::steady_clock::now()));
   std::optional<DeviceCeilings> ceil = MeasureDeviceCeilings(*backend);
   if (ceil)
@@ -181,7 +199,11 @@ void Run(const BenchOptions& o) {
     double step_s = t / static_cast<double>(o.n_gen);
     // Bytes read per step: every weight but the embedding table, and the K/V of each sequence's context.
     double avg_context = (static_cast<double>(o.n_gen) + 1) / 2;
-    double bytes = 2.0 * (mc.linear_params + mc.lm_head_params) + b * avg_context * mc.kv_bytes_per_token;
+    // Quantized dummy weights: bytes per parameter of their type (routed experts stay bf16).
+    const double weight_bytes_per_param =
+        static_cast<double>(DTypeBlockBytes(linear_dtype)) / static_cast<double>(DTypeBlockSize(linear_dtype));
+    double bytes = weight_bytes_per_param * (mc.linear_params - mc.expert_params) + 2.0 * mc.expert_params +
+                   weight_bytes_per_param * mc.lm_head_params + b * avg_context * mc.kv_bytes_per_token;
     Row row{"tg" + std::to_string(o.n_gen), b, b / step_s, step_s * 1e3, -1, ""};
     if (ceil && ceil->copy_bytes_per_s > 0) {
       row.ceiling_fraction = bytes / step_s / ceil->copy_bytes_per_s;
@@ -220,6 +242,9 @@ void RegisterBenchCommand(CLI::App& app) {
   cmd->add_option("--batch,-b", o->batches, "Generation batch sizes, comma-separated")->capture_default_str();
   cmd->add_option("--repetitions,-r", o->repetitions, "Timed prompt runs (median reported)")->capture_default_str();
   cmd->add_option("--json", o->json_path, "Also write the results as JSON to this file");
+  cmd->add_option("--dummy-quant", o->dummy_quant,
+                  "With --dummy-weights: make the projection weights random blocks of this GGUF type (q8_0, q4_0, "
+                  "q4_k, q5_k, q6_k); the embedding, routers and routed experts stay bf16");
   cmd->callback([o] { Run(*o); });
 }
 

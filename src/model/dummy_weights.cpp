@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "base/thread_pool.h"
+#include "quant/random_blocks.h"
 #include "tensor/dtype.h"
 
 namespace infernix {
@@ -30,7 +31,8 @@ uint64_t HashName(const std::string& s) {
 
 }  // namespace
 
-DummyWeightSource::DummyWeightSource(const ModelConfig& config, uint64_t seed) : config_(config), seed_(seed) {}
+DummyWeightSource::DummyWeightSource(const ModelConfig& config, uint64_t seed, DType linear_dtype)
+    : config_(config), seed_(seed), linear_dtype_(linear_dtype) {}
 
 bool DummyWeightSource::Contains(const std::string& name) const {
   if (StartsWith(name, "model.language_model.") || StartsWith(name, "language_model.")) return false;
@@ -56,9 +58,18 @@ float DummyWeightSource::Scale(const std::string& name, const Shape& shape, bool
 Tensor DummyWeightSource::Get(const std::string& name, const Shape& expected) {
   auto it = made_.find(name);
   if (it != made_.end()) return it->second->view();
-  auto buffer = std::make_unique<HostBuffer>(DType::kBF16, expected);
   bool unit_offset = false;
   const float scale = Scale(name, expected, &unit_offset);
+  if (IsBlockQuantized(linear_dtype_) && expected.ndim == 2 && !EndsWith(name, "embed_tokens.weight") &&
+      !EndsWith(name, "mlp.gate.weight") && !EndsWith(name, "shared_expert_gate.weight") &&
+      name.find(".experts.") == std::string::npos && expected[1] % DTypeBlockSize(linear_dtype_) == 0) {
+    auto packed = std::make_unique<HostBuffer>(
+        RandomQuantBlocks(linear_dtype_, expected[0], expected[1], SplitMix64(seed_ ^ HashName(name)), scale));
+    Tensor view = packed->view();
+    made_.emplace(name, std::move(packed));
+    return view;
+  }
+  auto buffer = std::make_unique<HostBuffer>(DType::kBF16, expected);
   const float offset = unit_offset ? 1.0f : 0.0f;
   const uint64_t base = SplitMix64(seed_ ^ HashName(name));
   uint16_t* out = buffer->view().as<uint16_t>();

@@ -15,11 +15,14 @@
 namespace infernix {
 
 // Answers the binder with the split (canonical) layouts: per-expert tensors, in_proj_qkv/z/b/a, the
-// "model." prefix, and lm_head.weight only when the embeddings are not tied. Every tensor is bf16.
+// "model." prefix, and lm_head.weight only when the embeddings are not tied. Every tensor is bf16, except
+// that with a block-quantized `linear_dtype` the 2-D projection weights (attention, DeltaNet, dense and
+// shared-expert MLPs, the LM head; not the embedding, routers or routed experts) are random blocks of
+// that type (quant/random_blocks.h).
 // Tensors are generated on first Get and kept for the source's lifetime. Not thread-safe.
 class DummyWeightSource final : public WeightSource {
  public:
-  DummyWeightSource(const ModelConfig& config, uint64_t seed);
+  DummyWeightSource(const ModelConfig& config, uint64_t seed, DType linear_dtype = DType::kBF16);
   bool Contains(const std::string& name) const override;
   Tensor Get(const std::string& name, const Shape& expected) override;
   std::vector<std::string> Names() const override;
@@ -31,6 +34,7 @@ class DummyWeightSource final : public WeightSource {
 
   ModelConfig config_;
   uint64_t seed_;
+  DType linear_dtype_;
   std::map<std::string, std::unique_ptr<HostBuffer>> made_;
 };
 

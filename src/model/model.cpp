@@ -176,8 +176,9 @@ std::unique_ptr<Model> LoadModel(const FileSet& files, Backend& backend) {
   return std::make_unique<Model>(std::move(config), std::move(weights), backend);
 }
 
-std::unique_ptr<Model> LoadModelWithDummyWeights(ModelConfig config, Backend& backend, uint64_t seed) {
-  auto weights = std::make_unique<DummyWeightSource>(config, seed);
+std::unique_ptr<Model> LoadModelWithDummyWeights(ModelConfig config, Backend& backend, uint64_t seed,
+                                                 DType linear_dtype) {
+  auto weights = std::make_unique<DummyWeightSource>(config, seed, linear_dtype);
   return std::make_unique<Model>(std::move(config), std::move(weights), backend);
 }
 

@@ -68,6 +68,8 @@ std::unique_ptr<Model> LoadModel(const FileSet& files, Backend& backend);
 
 // A model with random weights of the right dtypes and shapes, made up from `config` alone
 // (model/dummy_weights.h), for benchmarks: same seed, same weights.
-std::unique_ptr<Model> LoadModelWithDummyWeights(ModelConfig config, Backend& backend, uint64_t seed = 1);
+// `linear_dtype`: a block type quantizes the projection weights (see DummyWeightSource).
+std::unique_ptr<Model> LoadModelWithDummyWeights(ModelConfig config, Backend& backend, uint64_t seed = 1,
+                                                 DType linear_dtype = DType::kBF16);
 
 }  // namespace infernix

@@ -166,8 +166,11 @@ void* CudaBackend::Upload(const void* host, size_t bytes) {
 }
 
 Tensor CudaBackend::UploadWeight(const Tensor& host) {
-  if (host.dtype != DType::kF32 && host.dtype != DType::kF16 && host.dtype != DType::kBF16)
-    ThrowError(ErrorCode::kUnsupported, "the CUDA backend has no kernels for {} weights yet (use --backend cpu)",
+  const bool is_float = host.dtype == DType::kF32 || host.dtype == DType::kF16 || host.dtype == DType::kBF16;
+  if (!is_float && !(IsBlockQuantized(host.dtype) && cuda::QuantTypeSupported(static_cast<int>(host.dtype))))
+    ThrowError(ErrorCode::kUnsupported,
+               "the CUDA backend has no kernels for {} weights yet (it has q4_0, q8_0, q4_k, q5_k, q6_k; use "
+               "--backend cpu)",
                DTypeName(host.dtype));
   size_t bytes = host.size_bytes();
   void* dst = weights_.Allocate(bytes);
@@ -227,6 +230,9 @@ const cuda::ExpertTable& CudaBackend::ExpertTableFor(const ExpertWeights& expert
   if (it != expert_tables_.end()) return it->second.table;
   const size_t n = experts.gate.size();
   const Tensor& g0 = experts.gate[0];
+  if (IsBlockQuantized(g0.dtype))
+    ThrowError(ErrorCode::kUnsupported, "the CUDA backend has no kernels for {} expert weights yet (use --backend cpu)",
+               DTypeName(g0.dtype));
   std::vector<const void*> ptrs(3 * n);
   for (size_t e = 0; e < n; ++e) {
     const Tensor &g = experts.gate[e], &u = experts.up[e], &d = experts.down[e];

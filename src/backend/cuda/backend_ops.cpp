@@ -12,6 +12,9 @@ namespace {
 
 static_assert(static_cast<int>(DType::kF32) == cuda::kF32 && static_cast<int>(DType::kF16) == cuda::kF16 &&
               static_cast<int>(DType::kBF16) == cuda::kBF16);
+static_assert(static_cast<int>(DType::kQ4_0) == cuda::kQ4_0 && static_cast<int>(DType::kQ8_0) == cuda::kQ8_0 &&
+              static_cast<int>(DType::kQ4_K) == cuda::kQ4_K && static_cast<int>(DType::kQ5_K) == cuda::kQ5_K &&
+              static_cast<int>(DType::kQ6_K) == cuda::kQ6_K);
 
 int Dt(const Tensor& t) { return static_cast<int>(t.dtype); }
 
@@ -41,6 +44,14 @@ unsigned PointerAlignment(const void* p) {
 
 void CudaBackend::Embedding(const Tensor& ids, const Tensor& table, Tensor out) {
   int64_t n = ids.numel(), h = table.cols();
+  if (IsBlockQuantized(table.dtype)) {
+    INFX_CHECK(ids.dtype == DType::kI32 && out.rows() == n && out.cols() == h && IsAct(out));
+    FlushGemv();
+    FlushPending();
+    Enqueue(cuda::LaunchDequantRows, Dt(table), static_cast<const void*>(table.data), ids.as<const int32_t>(),
+            table.rows(), h, out.data, Dt(out), n);
+    return;
+  }
   INFX_CHECK(ids.dtype == DType::kI32 && out.rows() == n && out.cols() == h && IsAct(out) && IsFloat(table));
   Enqueue(cuda::LaunchEmbedding, ids.as<const int32_t>(), n, table.data, Dt(table), table.rows(), h, out.data, Dt(out));
 }
@@ -86,6 +97,23 @@ void CudaBackend::MatMul(const Tensor& x, const Tensor& w, Tensor out) {
   const int64_t n = x.rows(), k = x.cols(), m = w.rows();
   INFX_CHECK_MSG(w.cols() == k && out.rows() == n && out.cols() == m, "MatMul x {} w {} out {}", x.Describe(),
                  w.Describe(), out.Describe());
+  if (IsBlockQuantized(w.dtype)) {
+    INFX_CHECK(x.dtype == DType::kBF16 && IsAct(out));
+    if (n == 0 || m == 0) return;
+    FlushGemv();
+    FlushPending();
+    if (n <= cuda::kQuantGemvMaxTokens) {
+      Enqueue(cuda::LaunchQuantGemv, Dt(w), static_cast<const void*>(x.data), static_cast<const void*>(w.data),
+              out.data, Dt(out), n, m, k);
+      return;
+    }
+    // Prefill: the weight dequantized to bf16 in scratch memory, then the bf16 product.
+    Tensor dense = Scratch(DType::kBF16, {m, k});
+    Enqueue(cuda::LaunchDequantRows, Dt(w), static_cast<const void*>(w.data), static_cast<const int32_t*>(nullptr), m,
+            k, dense.data, Dt(dense), m);
+    MatMul(x, dense, out);
+    return;
+  }
   INFX_CHECK(IsAct(x) && IsAct(out) && IsFloat(w));
   if (n == 0 || m == 0) return;
   const bool bf16 = x.dtype == DType::kBF16 && w.dtype == DType::kBF16;

@@ -14,6 +14,8 @@ namespace infernix::cuda {
 
 // DType codes as the kernels see them (static_cast<int>(DType), checked in backend_ops.cpp).
 constexpr int kF32 = 0, kF16 = 1, kBF16 = 2;
+// Block-quantized weight types (quant.cu).
+constexpr int kQ4_0 = 6, kQ8_0 = 10, kQ4_K = 13, kQ5_K = 14, kQ6_K = 15;
 
 // Tokens per page of the paged KV cache, and query rows per tile of the flash-attention kernel.
 constexpr int kPageSize = 64;
@@ -53,6 +55,17 @@ cudaError_t ProbeKernelImage();
 // out[i, :] = x[rows[i], :], rows of row_bytes bytes (a multiple of 2).
 void LaunchGatherRows(cudaStream_t s, const void* x, const int32_t* rows, int64_t n_rows, int64_t row_bytes,
                       void* out);
+
+// ---- block-quantized weights (quant.cu) ----
+constexpr int kQuantGemvMaxTokens = 8;
+// Whether quant.cu has kernels for a weight type (a DType code).
+bool QuantTypeSupported(int type);
+// out [n, rows] (act dtype) = x [n, k] bf16 @ dequant(w [rows, k])^T, n <= kQuantGemvMaxTokens.
+void LaunchQuantGemv(cudaStream_t s, int type, const void* x, const void* w, void* out, int out_dtype, int64_t n,
+                     int64_t rows, int64_t k);
+// out[i, :] (act dtype) = dequant(w row ids[i]) for i < n (ids null: row i); ids outside [0, n_table): zeros.
+void LaunchDequantRows(cudaStream_t s, int type, const void* w, const int32_t* ids, int64_t n_table, int64_t k,
+                       void* out, int out_dtype, int64_t n);
 
 // ---- elementwise (elementwise.cu) ----
 enum BinaryOp : int { kOpAdd = 0, kOpSiluMul = 1, kOpSigmoidMul = 2 };

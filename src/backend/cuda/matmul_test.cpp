@@ -1,6 +1,7 @@
 // CPU-vs-CUDA tests of MatMul on each of its paths: the small-batch tensor-core GEMV (alone and
 // merged with its neighbours), cuBLASLt, and the CUDA-core fallback for other dtypes.
 #include "backend/cuda/test_util.h"
+#include "quant/random_blocks.h"
 
 namespace infernix {
 namespace {
@@ -87,6 +88,59 @@ TEST(CudaMatMul, FallbackForOtherDtypesAndWithoutCublas) {
   Rig rig(o);
   CheckMatMul(rig, {33, 700, 1024}, DType::kBF16, DType::kBF16, 403, "simt bf16");
   CheckMatMul(rig, {2, 64, 128}, DType::kBF16, DType::kF32, 404, "simt bf16");
+}
+
+}  // namespace
+}  // namespace infernix
+
+namespace infernix {
+namespace {
+
+// GGUF block types: the dequantizing GEMV (n <= 8) and the dequantize-then-GEMM prefill path, and
+// embedding lookups from a quantized table, against the CPU backend's reference decoders.
+TEST(CudaMatMul, QuantizedWeights) {
+  INFX_REQUIRE_GPU();
+  Rig rig;
+  uint64_t seed = 700;
+  for (DType type : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) {
+    for (Shape3 s : {Shape3{1, 4096, 4096}, Shape3{3, 1000, 2048}, Shape3{8, 512, 12288}, Shape3{40, 1024, 4096}}) {
+      HostBuffer packed = RandomQuantBlocks(type, s.m, s.k, seed, 1.0f / std::sqrt(static_cast<float>(s.k)));
+      Pair w{rig.cpu.UploadWeight(packed.view()), rig.gpu.UploadWeight(packed.view())};
+      auto x = rig.Act({s.n, s.k}, Rand(s.n * s.k, seed + 1, -2, 2));
+      for (DType out_dtype : {DType::kBF16, DType::kF32}) {
+        auto out = rig.Out({s.n, s.m}, out_dtype);
+        rig.cpu.MatMul(x.cpu, w.cpu, out.cpu);
+        rig.gpu.MatMul(x.gpu, w.gpu, out.gpu);
+        // The GEMV computes in f32 from the exact weights; the prefill path rounds them to bf16 first.
+        const bool gemv = s.n <= 8;
+        double l2 = out_dtype == DType::kF32 && gemv ? 1e-4 : 5e-3, mx = out_dtype == DType::kF32 && gemv ? 1e-3 : 2e-2;
+        ExpectClose(rig.Gpu(out.gpu), Rig::Cpu(out.cpu), l2, mx,
+                    std::string(DTypeName(type)) + " " + Name(gemv ? "quant gemv" : "dequant+gemm", s, out_dtype));
+      }
+      ++seed;
+    }
+    const int64_t vocab = 300, h = 1024;
+    HostBuffer table = RandomQuantBlocks(type, vocab, h, seed++, 1.0f);
+    Pair t{rig.cpu.UploadWeight(table.view()), rig.gpu.UploadWeight(table.view())};
+    auto ids = rig.I32({5}, {0, 299, 17, 17, 150});
+    auto out = rig.Out({5, h});
+    rig.cpu.Embedding(ids.cpu, t.cpu, out.cpu);
+    rig.gpu.Embedding(ids.gpu, t.gpu, out.gpu);
+    ExpectClose(rig.Gpu(out.gpu), Rig::Cpu(out.cpu), 4e-3, 1e-2, std::string(DTypeName(type)) + " embedding");
+  }
+}
+
+TEST(CudaMatMul, UnsupportedQuantizedTypeIsAClearError) {
+  INFX_REQUIRE_GPU();
+  Rig rig;
+  HostBuffer packed = RandomQuantBlocks(DType::kIQ4_XS, 16, 256, 1, 1.0f);
+  try {
+    rig.gpu.UploadWeight(packed.view());
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
+    EXPECT_NE(std::string(e.what()).find("iq4_xs"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

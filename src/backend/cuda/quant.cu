@@ -1,0 +1,210 @@
+// GGUF block-quantized weights on the GPU: a dequantizing GEMV for decode (out [n, rows] = x [n, k] @ w^T,
+// n <= kQuantGemvMaxTokens, each packed weight byte read once) and a dequantizer into bf16 rows (for
+// prefill, which then runs the bf16 GEMM, and for embedding lookups). Formats as src/quant/ decodes them
+// on the CPU (docs/quant.md): Q4_0, Q8_0, Q4_K, Q5_K, Q6_K.
+//
+// Work unit: a sub-block of 32 consecutive values of one row (a legacy block, or an eighth of a K-quant
+// super-block). In the GEMV a warp owns a row and its lanes take the row's sub-blocks in turn; partial
+// sums are reduced across the warp in a fixed order (deterministic).
+#include "backend/cuda/device_util.cuh"
+
+namespace infernix::cuda {
+namespace {
+
+__device__ __forceinline__ float Half(const uint8_t* p) {
+  return __half2float(__ushort_as_half(static_cast<unsigned short>(p[0] | (p[1] << 8))));
+}
+
+// The 6-bit scale and min of sub-block j of a Q4_K / Q5_K super-block (12 packed bytes).
+__device__ __forceinline__ void ScaleMinK4(int j, const uint8_t* q, int* sc, int* m) {
+  if (j < 4) {
+    *sc = q[j] & 63;
+    *m = q[j + 4] & 63;
+  } else {
+    *sc = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
+    *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+  }
+}
+
+// The 32 values of sub-block `s` of a row of type T starting at `row`.
+template <int T>
+__device__ __forceinline__ void LoadSub(const uint8_t* row, int64_t s, float* v) {
+  if constexpr (T == kQ8_0) {
+    const uint8_t* b = row + s * 34;
+    const float d = Half(b);
+    const int8_t* q = reinterpret_cast<const int8_t*>(b + 2);
+#pragma unroll
+    for (int i = 0; i < 32; ++i) v[i] = d * static_cast<float>(q[i]);
+  } else if constexpr (T == kQ4_0) {
+    const uint8_t* b = row + s * 18;
+    const float d = Half(b);
+#pragma unroll
+    for (int i = 0; i < 16; ++i) {
+      v[i] = d * static_cast<float>((b[2 + i] & 0xF) - 8);
+      v[i + 16] = d * static_cast<float>((b[2 + i] >> 4) - 8);
+    }
+  } else if constexpr (T == kQ4_K) {
+    const uint8_t* b = row + (s / 8) * 144;
+    const int j = static_cast<int>(s % 8);
+    int sc, m;
+    ScaleMinK4(j, b + 4, &sc, &m);
+    const float d = Half(b) * static_cast<float>(sc), mn = Half(b + 2) * static_cast<float>(m);
+    const uint8_t* q = b + 16 + (j / 2) * 32;
+    const int shift = (j & 1) * 4;
+#pragma unroll
+    for (int i = 0; i < 32; ++i) v[i] = d * static_cast<float>((q[i] >> shift) & 0xF) - mn;
+  } else if constexpr (T == kQ5_K) {
+    const uint8_t* b = row + (s / 8) * 176;
+    const int j = static_cast<int>(s % 8);
+    int sc, m;
+    ScaleMinK4(j, b + 4, &sc, &m);
+    const float d = Half(b) * static_cast<float>(sc), mn = Half(b + 2) * static_cast<float>(m);
+    const uint8_t* qh = b + 16;
+    const uint8_t* q = b + 48 + (j / 2) * 32;
+    const int shift = (j & 1) * 4;
+#pragma unroll
+    for (int i = 0; i < 32; ++i) {
+      int hi = (qh[i] >> j) & 1;
+      v[i] = d * static_cast<float>(((q[i] >> shift) & 0xF) + 16 * hi) - mn;
+    }
+  } else {  // kQ6_K: ql[128], qh[64], int8 scales[16], f16 d
+    const uint8_t* b = row + (s / 8) * 210;
+    const int j = static_cast<int>(s % 8), half = j / 4, quarter = j % 4;
+    const uint8_t* ql = b + half * 64 + (quarter & 1) * 32;
+    const uint8_t* qh = b + 128 + half * 32;
+    const int8_t* sc = reinterpret_cast<const int8_t*>(b + 192) + half * 8 + 2 * quarter;
+    const float d = Half(b + 208);
+    const int lshift = (quarter >> 1) * 4, hshift = 2 * quarter;
+#pragma unroll
+    for (int i = 0; i < 32; ++i) {
+      int q = (((ql[i] >> lshift) & 0xF) | (((qh[i] >> hshift) & 3) << 4)) - 32;
+      v[i] = d * static_cast<float>(sc[i / 16]) * static_cast<float>(q);
+    }
+  }
+}
+
+template <int T>
+__host__ __device__ constexpr int64_t BlockBytes() {
+  return T == kQ8_0 ? 34 : T == kQ4_0 ? 18 : T == kQ4_K ? 144 : T == kQ5_K ? 176 : 210;
+}
+template <int T>
+__host__ __device__ constexpr int64_t BlockValues() {
+  return (T == kQ8_0 || T == kQ4_0) ? 32 : 256;
+}
+
+constexpr int kRowsPerBlock = 4;  // warps per thread block, one row each
+
+template <int T, int kTokens>
+__global__ void __launch_bounds__(32 * kRowsPerBlock)
+    QuantGemvKernel(const bf16* x, const uint8_t* w, void* out, int out_dtype, int64_t n, int64_t rows, int64_t k) {
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + (threadIdx.x >> 5);
+  const int lane = threadIdx.x & 31;
+  if (row >= rows) return;
+  const int64_t row_bytes = k / BlockValues<T>() * BlockBytes<T>();
+  const uint8_t* wr = w + row * row_bytes;
+  float acc[kTokens];
+#pragma unroll
+  for (int t = 0; t < kTokens; ++t) acc[t] = 0.0f;
+  float v[32];
+  for (int64_t s = lane; s < k / 32; s += 32) {
+    LoadSub<T>(wr, s, v);
+#pragma unroll
+    for (int t = 0; t < kTokens; ++t) {
+      if (t >= n) break;
+      const bf16* xs = x + t * k + s * 32;
+      float sum = 0.0f;
+#pragma unroll
+      for (int i = 0; i < 32; i += 8) {
+        float xv[8];
+        Load8(xs + i, xv);
+#pragma unroll
+        for (int e = 0; e < 8; ++e) sum += v[i + e] * xv[e];
+      }
+      acc[t] += sum;
+    }
+  }
+#pragma unroll
+  for (int t = 0; t < kTokens; ++t) {
+    if (t >= n) break;
+    float a = acc[t];
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) a += __shfl_xor_sync(0xffffffffu, a, off);
+    if (lane == 0) StoreF(out, out_dtype, t * rows + row, a);
+  }
+}
+
+// out[i, :] (bf16 or f32 act) = dequantized row ids[i] (ids null: row i); rows outside [0, n_table) give zeros.
+template <int T>
+__global__ void DequantRowsKernel(const uint8_t* w, const int32_t* ids, int64_t n_table, int64_t k, void* out,
+                                  int out_dtype, int64_t n) {
+  const int64_t subs = k / 32;
+  const int64_t unit = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (unit >= n * subs) return;
+  const int64_t i = unit / subs, s = unit % subs;
+  const int64_t r = ids != nullptr ? ids[i] : i;
+  float v[32];
+  if (r < 0 || r >= n_table) {
+#pragma unroll
+    for (int e = 0; e < 32; ++e) v[e] = 0.0f;
+  } else {
+    LoadSub<T>(w + r * (k / BlockValues<T>() * BlockBytes<T>()), s, v);
+  }
+  for (int e = 0; e < 32; ++e) StoreF(out, out_dtype, i * k + s * 32 + e, v[e]);
+}
+
+template <int T>
+void LaunchGemvT(cudaStream_t st, const void* x, const void* w, void* out, int out_dtype, int64_t n, int64_t rows,
+                 int64_t k) {
+  const unsigned blocks = static_cast<unsigned>((rows + kRowsPerBlock - 1) / kRowsPerBlock);
+  const auto* xb = static_cast<const bf16*>(x);
+  const auto* wb = static_cast<const uint8_t*>(w);
+  if (n <= 1) {
+    QuantGemvKernel<T, 1><<<blocks, 32 * kRowsPerBlock, 0, st>>>(xb, wb, out, out_dtype, n, rows, k);
+  } else if (n <= 4) {
+    QuantGemvKernel<T, 4><<<blocks, 32 * kRowsPerBlock, 0, st>>>(xb, wb, out, out_dtype, n, rows, k);
+  } else {
+    QuantGemvKernel<T, kQuantGemvMaxTokens><<<blocks, 32 * kRowsPerBlock, 0, st>>>(xb, wb, out, out_dtype, n, rows, k);
+  }
+}
+
+template <int T>
+void LaunchDequantT(cudaStream_t st, const void* w, const int32_t* ids, int64_t n_table, int64_t k, void* out,
+                    int out_dtype, int64_t n) {
+  const int64_t units = n * (k / 32);
+  const unsigned blocks = static_cast<unsigned>((units + 255) / 256);
+  DequantRowsKernel<T><<<blocks, 256, 0, st>>>(static_cast<const uint8_t*>(w), ids, n_table, k, out, out_dtype, n);
+}
+
+}  // namespace
+
+bool QuantTypeSupported(int type) {
+  return type == kQ8_0 || type == kQ4_0 || type == kQ4_K || type == kQ5_K || type == kQ6_K;
+}
+
+void LaunchQuantGemv(cudaStream_t s, int type, const void* x, const void* w, void* out, int out_dtype, int64_t n,
+                     int64_t rows, int64_t k) {
+  if (n <= 0 || rows <= 0) return;
+  switch (type) {
+    case kQ8_0: LaunchGemvT<kQ8_0>(s, x, w, out, out_dtype, n, rows, k); break;
+    case kQ4_0: LaunchGemvT<kQ4_0>(s, x, w, out, out_dtype, n, rows, k); break;
+    case kQ4_K: LaunchGemvT<kQ4_K>(s, x, w, out, out_dtype, n, rows, k); break;
+    case kQ5_K: LaunchGemvT<kQ5_K>(s, x, w, out, out_dtype, n, rows, k); break;
+    default: LaunchGemvT<kQ6_K>(s, x, w, out, out_dtype, n, rows, k); break;
+  }
+  INFX_CUDA_CHECK_LAUNCH();
+}
+
+void LaunchDequantRows(cudaStream_t s, int type, const void* w, const int32_t* ids, int64_t n_table, int64_t k,
+                       void* out, int out_dtype, int64_t n) {
+  if (n <= 0) return;
+  switch (type) {
+    case kQ8_0: LaunchDequantT<kQ8_0>(s, w, ids, n_table, k, out, out_dtype, n); break;
+    case kQ4_0: LaunchDequantT<kQ4_0>(s, w, ids, n_table, k, out, out_dtype, n); break;
+    case kQ4_K: LaunchDequantT<kQ4_K>(s, w, ids, n_table, k, out, out_dtype, n); break;
+    case kQ5_K: LaunchDequantT<kQ5_K>(s, w, ids, n_table, k, out, out_dtype, n); break;
+    default: LaunchDequantT<kQ6_K>(s, w, ids, n_table, k, out, out_dtype, n); break;
+  }
+  INFX_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace infernix::cuda

@@ -1,0 +1,59 @@
+#include "quant/random_blocks.h"
+
+#include <cstring>
+
+#include "base/check.h"
+
+namespace infernix {
+namespace {
+
+uint64_t Mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+void PutHalf(uint8_t* p, float v) {
+  uint16_t h = F32ToF16(v);
+  std::memcpy(p, &h, 2);
+}
+
+}  // namespace
+
+HostBuffer RandomQuantBlocks(DType type, int64_t rows, int64_t k, uint64_t seed, float scale) {
+  INFX_CHECK(IsBlockQuantized(type));
+  HostBuffer buffer(type, Shape{rows, k});
+  auto* bytes = static_cast<uint8_t*>(buffer.view().data);
+  const size_t total = buffer.size_bytes(), block = DTypeBlockBytes(type);
+  for (size_t i = 0; i < total; i += 8) {
+    uint64_t r = Mix(seed * 0x100000001b3ull + i);
+    std::memcpy(bytes + i, &r, std::min<size_t>(8, total - i));
+  }
+  // Scale fields: (offset of the f16 scale, offset of an f16 min or -1, value of the scale).
+  int d_at = 0, min_at = -1;
+  float d = scale;
+  switch (type) {
+    case DType::kQ8_0: d = scale / 127; break;
+    case DType::kQ4_0:
+    case DType::kQ4_1:
+    case DType::kQ5_0:
+    case DType::kQ5_1:
+    case DType::kIQ4_NL: d = scale / 16; min_at = (type == DType::kQ4_1 || type == DType::kQ5_1) ? 2 : -1; break;
+    case DType::kQ2_K: d_at = 80; min_at = 82; d = scale / 48; break;
+    case DType::kQ3_K: d_at = 108; d = scale / 256; break;
+    case DType::kQ4_K:
+    case DType::kQ5_K: min_at = 2; d = scale / 1000; break;
+    case DType::kQ6_K: d_at = 208; d = scale / 4096; break;
+    case DType::kIQ4_XS: d = scale / 4096; break;
+    default: break;
+  }
+  for (size_t b = 0; b < total; b += block) {
+    float u = 0.5f + static_cast<float>(Mix(seed + b) >> 40) / 33554432.0f;  // [0.5, 1)
+    PutHalf(bytes + b + d_at, d * u);
+    if (min_at >= 0) PutHalf(bytes + b + min_at, d * u * 0.5f);
+  }
+  return buffer;
+}
+
+}  // namespace infernix
