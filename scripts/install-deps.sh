@@ -7,6 +7,7 @@ packages=(
   nlohmann-json3-dev libfmt-dev libspdlog-dev libcli11-dev libpcre2-dev libutf8proc-dev
   libcpp-httplib-dev libtomlplusplus-dev libxxhash-dev libzstd-dev liburing-dev
   libgtest-dev libgmock-dev libbenchmark-dev librapidcheck-dev
+  clang libclang-rt-14-dev  # libFuzzer and the sanitizers for scripts/fuzz.sh
 )
 missing=()
 for p in "${packages[@]}"; do

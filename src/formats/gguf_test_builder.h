@@ -2,6 +2,7 @@
 // and hooks to break the file on purpose (raw offsets, version, padding).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <string>

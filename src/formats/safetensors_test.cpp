@@ -76,6 +76,16 @@ TEST_F(SafetensorsTest, TruncatedFiles) {
   ExpectError(full.substr(0, 20), ErrorCode::kInvalidFormat, {"truncated", "header length"});
 }
 
+// Found by the fuzzer (src/formats/fuzz): a number too large for a double is nlohmann's out_of_range,
+// not a parse_error; it must still be a format error, not an escaped exception.
+TEST_F(SafetensorsTest, NumberOutOfRange) {
+  std::string header = R"({"a": 2e999})";
+  uint64_t len = header.size();
+  std::string bytes(8, '\0');
+  std::memcpy(bytes.data(), &len, 8);
+  ExpectError(bytes + header, ErrorCode::kInvalidFormat, {"m.safetensors", "malformed safetensors header"});
+}
+
 TEST_F(SafetensorsTest, HeaderThatLiesAboutSizes) {
   // Shape says 4 floats, offsets cover 3.
   nlohmann::json h = {{"a", {{"dtype", "F32"}, {"shape", {4}}, {"data_offsets", {0, 12}}}}};
