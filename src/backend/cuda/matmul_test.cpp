@@ -1,6 +1,7 @@
 // CPU-vs-CUDA tests of MatMul on each of its paths: the small-batch tensor-core GEMV (alone and
 // merged with its neighbours), cuBLASLt, and the CUDA-core fallback for other dtypes.
 #include "backend/cuda/test_util.h"
+#include "base/error.h"
 #include "quant/random_blocks.h"
 
 namespace infernix {
@@ -103,7 +104,8 @@ TEST(CudaMatMul, QuantizedWeights) {
   Rig rig;
   uint64_t seed = 700;
   for (DType type : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) {
-    for (Shape3 s : {Shape3{1, 4096, 4096}, Shape3{3, 1000, 2048}, Shape3{8, 512, 12288}, Shape3{40, 1024, 4096}}) {
+    for (Shape3 s : {Shape3{1, 4096, 4096}, Shape3{3, 1000, 2048}, Shape3{8, 512, 12288}, Shape3{2, 300, 768},
+                      Shape3{40, 1024, 4096}}) {
       HostBuffer packed = RandomQuantBlocks(type, s.m, s.k, seed, 1.0f / std::sqrt(static_cast<float>(s.k)));
       Pair w{rig.cpu.UploadWeight(packed.view()), rig.gpu.UploadWeight(packed.view())};
       auto x = rig.Act({s.n, s.k}, Rand(s.n * s.k, seed + 1, -2, 2));

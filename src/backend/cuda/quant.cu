@@ -94,20 +94,60 @@ __host__ __device__ constexpr int64_t BlockValues() {
 
 constexpr int kRowsPerBlock = 4;  // warps per thread block, one row each
 
+// Bytes of 32 sub-blocks (one warp step: a sub-block per lane).
+template <int T>
+__host__ __device__ constexpr int64_t StepBytes() {
+  return 32 * 32 / BlockValues<T>() * BlockBytes<T>();
+}
+template <int T>
+__host__ __device__ constexpr int StepWords() {  // 8-byte words per lane per step, rounded up
+  return static_cast<int>((StepBytes<T>() / 8 + 31) / 32);
+}
+
+// A warp streams its row in steps of 32 sub-blocks: the step's packed bytes are read with coalesced
+// 8-byte loads (the next step's loads are issued before this step is decoded), staged in shared memory,
+// and each lane decodes one sub-block from there and multiplies it with x. Rows must be 8-byte aligned
+// and hold a whole number of steps (k a multiple of 1024); LaunchQuantGemv checks.
 template <int T, int kTokens>
 __global__ void __launch_bounds__(32 * kRowsPerBlock)
     QuantGemvKernel(const bf16* x, const uint8_t* w, void* out, int out_dtype, int64_t n, int64_t rows, int64_t k) {
-  const int64_t row = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + (threadIdx.x >> 5);
-  const int lane = threadIdx.x & 31;
+  constexpr int64_t kStepBytes = StepBytes<T>();
+  constexpr int kWords = StepWords<T>();
+  __shared__ uint2 stage[kRowsPerBlock][kWords * 32];
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + warp;
   if (row >= rows) return;
-  const int64_t row_bytes = k / BlockValues<T>() * BlockBytes<T>();
-  const uint8_t* wr = w + row * row_bytes;
+  const int64_t steps = k / 1024;
+  const uint2* wr = reinterpret_cast<const uint2*>(w + row * steps * kStepBytes);
+  constexpr int kStepWords = static_cast<int>(kStepBytes / 8);
   float acc[kTokens];
 #pragma unroll
   for (int t = 0; t < kTokens; ++t) acc[t] = 0.0f;
+  uint2 next[kWords];
+#pragma unroll
+  for (int i = 0; i < kWords; ++i) {
+    const int word = i * 32 + lane;
+    if (word < kStepWords) next[i] = __ldg(wr + word);
+  }
   float v[32];
-  for (int64_t s = lane; s < k / 32; s += 32) {
-    LoadSub<T>(wr, s, v);
+  for (int64_t step = 0; step < steps; ++step) {
+#pragma unroll
+    for (int i = 0; i < kWords; ++i) {
+      const int word = i * 32 + lane;
+      if (word < kStepWords) stage[warp][word] = next[i];
+    }
+    if (step + 1 < steps) {
+      const uint2* nw = wr + (step + 1) * kStepWords;
+#pragma unroll
+      for (int i = 0; i < kWords; ++i) {
+        const int word = i * 32 + lane;
+        if (word < kStepWords) next[i] = __ldg(nw + word);
+      }
+    }
+    __syncwarp();
+    LoadSub<T>(reinterpret_cast<const uint8_t*>(stage[warp]), lane, v);
+    __syncwarp();
+    const int64_t s = step * 32 + lane;
 #pragma unroll
     for (int t = 0; t < kTokens; ++t) {
       if (t >= n) break;
@@ -120,6 +160,40 @@ __global__ void __launch_bounds__(32 * kRowsPerBlock)
 #pragma unroll
         for (int e = 0; e < 8; ++e) sum += v[i + e] * xv[e];
       }
+      acc[t] += sum;
+    }
+  }
+#pragma unroll
+  for (int t = 0; t < kTokens; ++t) {
+    if (t >= n) break;
+    float a = acc[t];
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) a += __shfl_xor_sync(0xffffffffu, a, off);
+    if (lane == 0) StoreF(out, out_dtype, t * rows + row, a);
+  }
+}
+
+// The general form (any k that is a multiple of the block size, any alignment): each lane reads its own
+// sub-blocks straight from global memory.
+template <int T, int kTokens>
+__global__ void __launch_bounds__(32 * kRowsPerBlock)
+    QuantGemvSimpleKernel(const bf16* x, const uint8_t* w, void* out, int out_dtype, int64_t n, int64_t rows,
+                          int64_t k) {
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + (threadIdx.x >> 5);
+  const int lane = threadIdx.x & 31;
+  if (row >= rows) return;
+  const uint8_t* wr = w + row * (k / BlockValues<T>() * BlockBytes<T>());
+  float acc[kTokens];
+#pragma unroll
+  for (int t = 0; t < kTokens; ++t) acc[t] = 0.0f;
+  float v[32];
+  for (int64_t s = lane; s < k / 32; s += 32) {
+    LoadSub<T>(wr, s, v);
+#pragma unroll
+    for (int t = 0; t < kTokens; ++t) {
+      if (t >= n) break;
+      float sum = 0.0f;
+      for (int i = 0; i < 32; ++i) sum += v[i] * __bfloat162float(x[t * k + s * 32 + i]);
       acc[t] += sum;
     }
   }
@@ -152,18 +226,30 @@ __global__ void DequantRowsKernel(const uint8_t* w, const int32_t* ids, int64_t 
   for (int e = 0; e < 32; ++e) StoreF(out, out_dtype, i * k + s * 32 + e, v[e]);
 }
 
+template <int T, int kTokens>
+void LaunchGemvTokens(cudaStream_t st, const bf16* x, const uint8_t* w, void* out, int out_dtype, int64_t n,
+                      int64_t rows, int64_t k) {
+  const unsigned blocks = static_cast<unsigned>((rows + kRowsPerBlock - 1) / kRowsPerBlock);
+  const bool fast = k % 1024 == 0 && (reinterpret_cast<uintptr_t>(w) & 7u) == 0 &&
+                    (reinterpret_cast<uintptr_t>(x) & 15u) == 0;
+  if (fast) {
+    QuantGemvKernel<T, kTokens><<<blocks, 32 * kRowsPerBlock, 0, st>>>(x, w, out, out_dtype, n, rows, k);
+  } else {
+    QuantGemvSimpleKernel<T, kTokens><<<blocks, 32 * kRowsPerBlock, 0, st>>>(x, w, out, out_dtype, n, rows, k);
+  }
+}
+
 template <int T>
 void LaunchGemvT(cudaStream_t st, const void* x, const void* w, void* out, int out_dtype, int64_t n, int64_t rows,
                  int64_t k) {
-  const unsigned blocks = static_cast<unsigned>((rows + kRowsPerBlock - 1) / kRowsPerBlock);
   const auto* xb = static_cast<const bf16*>(x);
   const auto* wb = static_cast<const uint8_t*>(w);
   if (n <= 1) {
-    QuantGemvKernel<T, 1><<<blocks, 32 * kRowsPerBlock, 0, st>>>(xb, wb, out, out_dtype, n, rows, k);
+    LaunchGemvTokens<T, 1>(st, xb, wb, out, out_dtype, n, rows, k);
   } else if (n <= 4) {
-    QuantGemvKernel<T, 4><<<blocks, 32 * kRowsPerBlock, 0, st>>>(xb, wb, out, out_dtype, n, rows, k);
+    LaunchGemvTokens<T, 4>(st, xb, wb, out, out_dtype, n, rows, k);
   } else {
-    QuantGemvKernel<T, kQuantGemvMaxTokens><<<blocks, 32 * kRowsPerBlock, 0, st>>>(xb, wb, out, out_dtype, n, rows, k);
+    LaunchGemvTokens<T, kQuantGemvMaxTokens>(st, xb, wb, out, out_dtype, n, rows, k);
   }
 }
 
