@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "base/error.h"
+#include "engine/output_constraint.h"
 #include "engine/stop_matcher.h"
 #include "tokenizer/stream_decoder.h"
 
@@ -20,11 +21,8 @@ struct Engine::Active {
         decoder(tok, request.skip_special_tokens),
         stop(request.stop),
         submitted(Clock::now()) {
-    if (request.grammar) {
-      matcher.emplace(request.grammar, request.stop_token_ids);
-      // One bit per id of the model's vocabulary, which may be padded past the tokenizer's.
-      mask.resize(std::max<size_t>(matcher->mask_words(), static_cast<size_t>((vocab + 31) / 32)));
-    }
+    if (request.grammar)
+      constraint.emplace(request.grammar, request.stop_token_ids, request.grammar_trigger, vocab);
   }
   GenerationRequest request;
   std::shared_ptr<RequestHandle> handle;
@@ -32,8 +30,7 @@ struct Engine::Active {
   StreamDecoder decoder;
   StopMatcher stop;
   Clock::time_point submitted;
-  std::optional<grammar::TokenMatcher> matcher;  // constrained decoding
-  std::vector<uint32_t> mask;
+  std::optional<OutputConstraint> constraint;  // constrained decoding
   int32_t last_token = -1;
   int64_t generated = 0;
 };
@@ -252,11 +249,10 @@ void Engine::Step() {
     if (!s.wants_logits) continue;
     Active& a = *active_.at(s.request_id);
     std::span<float> l(logits.data() + static_cast<int64_t>(row++) * vocab, static_cast<size_t>(vocab));
-    if (a.matcher) {
-      a.matcher->FillNextTokenBitmask(a.mask);
-      bool any = false;
-      for (uint32_t w : a.mask) any = any || w != 0;
-      if (!any) {  // the grammar is complete and allows nothing more (not even a stop token)
+    OutputConstraint::Next next;
+    if (a.constraint) {
+      next = a.constraint->NextMask();
+      if (next.exhausted) {  // the grammar is complete and allows nothing more (not even a stop token)
         std::string text = FlushText(a.decoder, a.stop).emit;
         if (!text.empty()) a.handle->Publish(TokenOutput{a.last_token, text, 0, {}});
         Finish(a, FinishReason::kStop, "", false, "");
@@ -264,8 +260,8 @@ void Engine::Step() {
         continue;
       }
     }
-    SampleResult sample = a.sampler.Sample(l, a.mask);
-    if (a.matcher) a.matcher->AcceptToken(sample.token);
+    SampleResult sample = a.sampler.Sample(l, next.mask);  // the mask applies after penalties and logit_bias
+    if (a.constraint) a.constraint->Accept(sample.token);
     HandleToken(a, sample);
     if (!scheduler_.Contains(s.request_id)) active_.erase(s.request_id);
   }

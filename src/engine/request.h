@@ -26,6 +26,9 @@ struct GenerationRequest {
   // Constrained decoding: when set, every token is sampled under this grammar's mask (stop_token_ids
   // are allowed exactly when the grammar is complete), and the request stops when nothing more is.
   std::shared_ptr<grammar::TokenGrammar> grammar;
+  // Non-empty: `grammar` is lazy (engine/output_constraint.h): the output is free until it contains
+  // this text, the grammar then constrains what follows, and once complete the output is free again.
+  std::string grammar_trigger;
 };
 
 enum class FinishReason { kNone, kStop, kLength, kCancelled, kError };

@@ -71,7 +71,16 @@ std::shared_ptr<const StackMask> TokenGrammar::Find(const std::string& stack_key
 std::shared_ptr<const StackMask> TokenGrammar::Insert(const std::string& stack_key, StackMask mask) {
   auto stored = std::make_shared<const StackMask>(std::move(mask));
   std::lock_guard<std::mutex> lock(mutex_);
-  return masks_.try_emplace(stack_key, std::move(stored)).first->second;
+  auto [it, inserted] = masks_.try_emplace(stack_key, std::move(stored));
+  if (inserted)
+    memory_bytes_ += stack_key.size() + sizeof(StackMask) + it->second->accepted.size() * sizeof(uint32_t) +
+                     it->second->uncertain.size() * sizeof(int32_t);
+  return it->second;
+}
+
+size_t TokenGrammar::memory_bytes() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return memory_bytes_;
 }
 
 size_t TokenGrammar::size() const {
@@ -227,6 +236,12 @@ bool TokenMatcher::AcceptToken(int32_t id) {
   }
   const std::string_view bytes = vocab_->bytes(id);
   if (vocab_->special(id) || bytes.empty() || !matcher_.Accept(bytes)) return false;
+  terminated_.push_back(false);
+  return true;
+}
+
+bool TokenMatcher::AcceptBytes(std::string_view bytes) {
+  if (IsTerminated() || !matcher_.Accept(bytes)) return false;
   terminated_.push_back(false);
   return true;
 }

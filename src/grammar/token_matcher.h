@@ -79,11 +79,14 @@ class TokenGrammar {
   // Stores `mask` unless another thread stored one first; returns the stored one.
   std::shared_ptr<const StackMask> Insert(const std::string& stack_key, StackMask mask);
   size_t size() const;
+  // Approximate bytes held by the stored masks (for bounding caches of TokenGrammars).
+  size_t memory_bytes() const;
 
  private:
   std::shared_ptr<const CompiledGrammar> grammar_;
   std::shared_ptr<const TokenVocabulary> vocab_;
   mutable std::mutex mutex_;
+  size_t memory_bytes_ = 0;
   std::unordered_map<std::string, std::shared_ptr<const StackMask>> masks_;
 };
 
@@ -101,6 +104,10 @@ class TokenMatcher {
   void FillNextTokenBitmask(std::span<uint32_t> mask);
   // Consumes one token; false and no change if the grammar does not allow it.
   bool AcceptToken(int32_t id);
+  // Consumes raw bytes as one step, as if a token spelled them (text that reached the output without a
+  // mask, e.g. what followed a lazy grammar's trigger in the same token). False and no change if the
+  // grammar refuses them or EOS was accepted; empty bytes are a step that changes nothing.
+  bool AcceptBytes(std::string_view bytes);
   // Undoes the last n accepted tokens (EOS included). Throws Error(kInvalidArgument) if fewer.
   void Rollback(size_t n);
   bool IsComplete() const { return !terminated_.back() && matcher_.IsComplete(); }

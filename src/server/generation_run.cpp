@@ -29,19 +29,33 @@ std::function<std::string()> CallIdGenerator() {
 
 }  // namespace
 
-std::shared_ptr<grammar::TokenGrammar> ToolCallGrammar(ModelService& service, ChatInput& input) {
-  if (input.tool_choice != ToolChoiceMode::kRequired && input.tool_choice != ToolChoiceMode::kNamed) return nullptr;
-  if (service.tool_call_format() != ToolCallFormat::kJson) return nullptr;
-  Json tools = RenderedTools(input);
-  bool strict = false;
-  for (const auto& t : tools) strict = strict || t["function"].value("strict", false);
+void ConstrainToolCalls(ModelService& service, ChatInput& input, GenerationRequest& request) {
+  if (request.grammar || input.tools.is_null() || input.tools.empty()) return;
+  const bool forced = input.tool_choice == ToolChoiceMode::kRequired || input.tool_choice == ToolChoiceMode::kNamed;
+  bool any_strict = false;
+  for (const auto& t : input.tools) any_strict = any_strict || t["function"].value("strict", false);
+  if (!forced && !(input.tool_choice == ToolChoiceMode::kAuto && any_strict)) return;
   try {
-    auto g = service.CompileGrammar(GrammarKind::kToolCalls, DumpJson(tools));
-    input.tool_call_constrained = true;
-    return g;
+    if (forced) {
+      request.grammar = service.CompileGrammar(GrammarKind::kToolCalls, DumpJson(RenderedTools(input)));
+      input.tool_call_constrained = true;
+    } else {
+      request.grammar = service.CompileGrammar(GrammarKind::kToolCallsLazy, DumpJson(input.tools));
+      request.grammar_trigger = std::string(kToolCallOpen);
+    }
   } catch (const Error& e) {
-    if (strict) BadRequest("tools", std::string("a strict tool's parameters cannot be enforced: ") + e.what());
-    return nullptr;
+    BadRequest("tools", std::string("a strict tool's parameters cannot be enforced: ") + e.what());
+  }
+}
+
+void CompileConstraint(ModelService& service, GrammarKind kind, const std::string& source, const std::string& param,
+                       GenerationRequest& request) {
+  try {
+    request.grammar = service.CompileGrammar(kind, source);
+  } catch (const Error& e) {
+    BadRequest(param, param + ": " + e.what());
+  } catch (const nlohmann::json::exception& e) {
+    BadRequest(param, param + ": " + e.what());
   }
 }
 
@@ -56,7 +70,7 @@ PreparedPrompt PrepareChatPrompt(const ModelService& service, const ChatInput& i
   }
   if (input.tool_choice == ToolChoiceMode::kNamed || input.tool_choice == ToolChoiceMode::kRequired) {
     // Commit the assistant turn to a tool call (named: to that tool) by writing its opening.
-    p.forced_prefix = "<tool_call>\n";
+    p.forced_prefix = std::string(kToolCallOpen) + "\n";
     if (input.tool_choice == ToolChoiceMode::kNamed && !input.tool_call_constrained) {
       if (service.tool_call_format() == ToolCallFormat::kXml) {
         p.forced_prefix += "<function=" + input.tool_choice_name + ">\n";

@@ -34,12 +34,24 @@ struct PreparedPrompt {
   std::string forced_prefix;         // output the prompt already committed to (tool_choice required/named)
 };
 
-// For tool_choice required or named with a template that writes JSON tool calls: a grammar for
-// `{"name": N, "arguments": A}\n</tool_call>` with A following the tool's parameter schema, over the
-// chosen tools; sets input.tool_call_constrained. Null (the call is only opened, not constrained)
-// for XML-call templates, other tool choices, or when a schema cannot be converted and no tool is
-// strict; a strict tool whose schema cannot be converted is a 400.
-std::shared_ptr<grammar::TokenGrammar> ToolCallGrammar(ModelService& service, ChatInput& input);
+// The opening of a tool call in every Qwen template.
+inline constexpr std::string_view kToolCallOpen = "<tool_call>";
+
+// Constrains tool calls with a grammar built from the tools' schemas, in the template's call form
+// (JSON or XML, ModelService::tool_call_format), unless `request` already has a grammar:
+//   - tool_choice required or named: the assistant turn is opened with `<tool_call>\n` (the forced
+//     prefix) and the grammar writes one call to one of the allowed tools (sets
+//     input.tool_call_constrained);
+//   - tool_choice auto with at least one `strict` tool: a lazy grammar (request.grammar_trigger =
+//     `<tool_call>`): the model may answer in text, and a call it opens is constrained to the end.
+// Tools whose schemas cannot be enforced get arguments of any shape; a strict one is a 400 naming
+// its index, name and the schema's JSON pointer.
+void ConstrainToolCalls(ModelService& service, ChatInput& input, GenerationRequest& request);
+
+// Compiles a constraint for `request`; a malformed grammar or schema is a 400 on `param`, the message
+// giving the position (line and column, or the schema's JSON pointer).
+void CompileConstraint(ModelService& service, GrammarKind kind, const std::string& source, const std::string& param,
+                       GenerationRequest& request);
 
 // Renders and tokenizes. Template errors (raise_exception included) are 400s.
 PreparedPrompt PrepareChatPrompt(const ModelService& service, const ChatInput& input);

@@ -9,6 +9,7 @@
 #include "grammar/gbnf.h"
 #include "grammar/json_schema.h"
 #include "grammar/regex.h"
+#include "grammar/tool_call_grammar.h"
 
 namespace infernix {
 namespace {
@@ -30,16 +31,19 @@ ToolCallFormat DetectToolCallFormat(const ChatTemplate& t) {
 }  // namespace
 
 ModelService::ModelService(const ServiceOptions& options) {
-  files_ = options.model_path.empty() ? EmbeddedDefaultModel() : std::make_unique<DirFileSet>(options.model_path);
+  // A Hugging Face folder, a GGUF file, or the embedded default model.
+  package_ = options.model_path.empty() ? ModelPackage::FromFiles(EmbeddedDefaultModel())
+                                        : ModelPackage::Open(options.model_path);
   backend_ = CreateBackend(options.backend);
   backend_name_ = std::string(backend_->name());
-  model_ = LoadModel(*files_, *backend_);
-  tokenizer_ = Tokenizer::Load(*files_);
-  template_ = ChatTemplate::Load(*files_);
-  defaults_ = LoadGenerationDefaults(*files_);
+  model_ = package_->LoadModel(*backend_);
+  tokenizer_ = package_->LoadTokenizer();
+  template_ = package_->LoadChatTemplate();
+  defaults_ = package_->LoadGenerationDefaults();
   eos_ids_ = defaults_.eos_token_ids;
   if (eos_ids_.empty() && tokenizer_->special_tokens().eos_id) eos_ids_.push_back(*tokenizer_->special_tokens().eos_id);
   tool_format_ = DetectToolCallFormat(*template_);
+  grammars_ = std::make_unique<GrammarCache>(options.grammar_cache_entries, options.grammar_cache_bytes);
   names_ = options.served_names;
   if (names_.empty()) {
     std::filesystem::path p = std::filesystem::path(options.model_path).lexically_normal();
@@ -56,31 +60,20 @@ ModelService::ModelService(const ServiceOptions& options) {
 ModelService::~ModelService() = default;
 
 std::shared_ptr<grammar::TokenGrammar> ModelService::CompileGrammar(GrammarKind kind, const std::string& source) {
-  static constexpr size_t kCacheEntries = 64;
   std::string key = std::to_string(static_cast<int>(kind)) + ":" + (kind == GrammarKind::kJson ? "" : source);
-  {
-    std::lock_guard<std::mutex> lock(grammar_mutex_);
-    auto it = grammars_.find(key);
-    if (it != grammars_.end()) return it->second;
-  }
+  if (auto hit = grammars_->Find(key)) return hit;
+  const grammar::ToolCallSyntax syntax =
+      tool_format_ == ToolCallFormat::kXml ? grammar::ToolCallSyntax::kXml : grammar::ToolCallSyntax::kJson;
   grammar::Grammar g;
   switch (kind) {
     case GrammarKind::kGbnf: g = grammar::ParseGbnf(source); break;
     case GrammarKind::kRegex: g = grammar::ParseRegex(source); break;
     case GrammarKind::kJson: g = grammar::ParseGbnf(grammar::JsonGbnf()); break;
     case GrammarKind::kJsonSchema: g = grammar::JsonSchemaGrammar(nlohmann::ordered_json::parse(source)); break;
-    case GrammarKind::kToolCalls: {
-      std::vector<grammar::Grammar> calls;
-      for (const auto& t : nlohmann::ordered_json::parse(source)) {
-        const auto& fn = t.at("function");
-        nlohmann::ordered_json params =
-            fn.contains("parameters") ? fn["parameters"] : nlohmann::ordered_json{{"type", "object"}};
-        std::string head = "{\"name\": " + nlohmann::ordered_json(fn.at("name")).dump() + ", \"arguments\": ";
-        calls.push_back(grammar::Surround(grammar::JsonSchemaGrammar(params), head, "}\n</tool_call>"));
-      }
-      g = grammar::Union(calls);
+    case GrammarKind::kToolCalls: g = grammar::ToolCallGrammar(nlohmann::ordered_json::parse(source), syntax); break;
+    case GrammarKind::kToolCallsLazy:
+      g = grammar::Concat({grammar::Literal("\n"), grammar::ToolCallGrammar(nlohmann::ordered_json::parse(source), syntax)});
       break;
-    }
     case GrammarKind::kChoices: {
       nlohmann::json arr = nlohmann::json::parse(source);
       g = grammar::ChoicesGrammar(arr.get<std::vector<std::string>>());
@@ -88,17 +81,13 @@ std::shared_ptr<grammar::TokenGrammar> ModelService::CompileGrammar(GrammarKind 
     }
   }
   auto compiled = std::make_shared<const grammar::CompiledGrammar>(g);
-  std::lock_guard<std::mutex> lock(grammar_mutex_);
-  if (!vocabulary_) vocabulary_ = grammar::TokenVocabulary::FromTokenizer(*tokenizer_);
-  auto [it, inserted] = grammars_.emplace(key, std::make_shared<grammar::TokenGrammar>(compiled, vocabulary_));
-  if (inserted) {
-    grammar_order_.push_back(key);
-    if (grammar_order_.size() > kCacheEntries) {
-      grammars_.erase(grammar_order_.front());
-      grammar_order_.pop_front();
-    }
+  std::shared_ptr<const grammar::TokenVocabulary> vocab;
+  {
+    std::lock_guard<std::mutex> lock(vocabulary_mutex_);
+    if (!vocabulary_) vocabulary_ = grammar::TokenVocabulary::FromTokenizer(*tokenizer_);
+    vocab = vocabulary_;
   }
-  return it->second;
+  return grammars_->Insert(key, std::make_shared<grammar::TokenGrammar>(compiled, vocab));
 }
 
 bool ModelService::Serves(const std::string& name) const {

@@ -2,8 +2,6 @@
 // generation defaults) behind a continuous-batching engine, and the names it answers to.
 #pragma once
 
-#include <deque>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -15,7 +13,9 @@
 #include "engine/engine.h"
 #include "formats/hf_config.h"
 #include "grammar/token_matcher.h"
+#include "loader/model_package.h"
 #include "model/model.h"
+#include "server/grammar_cache.h"
 #include "tokenizer/tokenizer.h"
 
 namespace infernix {
@@ -23,13 +23,23 @@ namespace infernix {
 // How the model's template writes tool calls: Hermes-style JSON (Qwen3) or XML (Qwen3-Coder, Qwen3.5).
 enum class ToolCallFormat { kJson, kXml };
 
-enum class GrammarKind { kGbnf, kRegex, kChoices, kJson, kJsonSchema, kToolCalls };
+enum class GrammarKind {
+  kGbnf,             // GBNF text
+  kRegex,            // a regular expression
+  kChoices,          // a JSON array of strings
+  kJson,             // any JSON value (source ignored)
+  kJsonSchema,       // the schema's JSON text
+  kToolCalls,        // an OpenAI tools array: one call in the template's form, after `<tool_call>\n`
+  kToolCallsLazy,    // the same after the trigger `<tool_call>` alone (so it starts with "\n")
+};
 
 struct ServiceOptions {
   std::string model_path;                 // empty: the embedded default model
   std::vector<std::string> served_names;  // names clients may use; default: the folder's name
   BackendOptions backend;
   EngineOptions engine;                   // max_context 0: the model's max_position_embeddings
+  size_t grammar_cache_entries = GrammarCache::kDefaultEntries;  // compiled grammars kept (LRU)
+  size_t grammar_cache_bytes = GrammarCache::kDefaultBytes;      // and the bytes of their masks
 };
 
 class ModelService {
@@ -53,15 +63,14 @@ class ModelService {
   const std::vector<int32_t>& eos_token_ids() const { return eos_ids_; }
   int64_t created_unix() const { return created_; }
   const std::string& backend_name() const { return backend_name_; }
-  // A grammar compiled for this model's vocabulary, from a cache keyed by (kind, source) so requests
-  // with the same grammar share their mask work. kChoices: `source` is a JSON array of strings;
-  // kJson: any JSON value (source ignored); kJsonSchema: `source` is the schema's JSON text;
-  // kToolCalls: `source` is an OpenAI tools array, the grammar one JSON-form call to one of them. Throws infernix::Error (with line and column) for a
-  // malformed grammar. Thread-safe.
+  // A grammar compiled for this model's vocabulary, from an LRU cache keyed by (kind, source) so
+  // requests with the same grammar share their mask work (GrammarKind says what `source` is; tool
+  // calls are in this template's form, tool_call_format()). Throws infernix::Error for a malformed
+  // grammar (GBNF and regex: line and column; schemas: the JSON pointer). Thread-safe.
   std::shared_ptr<grammar::TokenGrammar> CompileGrammar(GrammarKind kind, const std::string& source);
 
  private:
-  std::unique_ptr<FileSet> files_;
+  std::unique_ptr<ModelPackage> package_;
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<Model> model_;
   std::unique_ptr<Tokenizer> tokenizer_;
@@ -72,10 +81,9 @@ class ModelService {
   std::vector<std::string> names_;
   std::string backend_name_;
   int64_t created_ = 0;
-  std::mutex grammar_mutex_;  // guards the vocabulary and the grammar cache
+  std::mutex vocabulary_mutex_;
   std::shared_ptr<const grammar::TokenVocabulary> vocabulary_;  // built on first use (~40 ms)
-  std::map<std::string, std::shared_ptr<grammar::TokenGrammar>> grammars_;
-  std::deque<std::string> grammar_order_;  // oldest first, for eviction
+  std::unique_ptr<GrammarCache> grammars_;
   std::unique_ptr<Engine> engine_;
 };
 

@@ -84,8 +84,10 @@ class BlockStreamer {
 }  // namespace
 
 void HandleMessages(ModelService& service, const httplib::Request& req, httplib::Response& res) {
-  MessagesRequest m = ParseMessagesRequest(service, ParseRequestBody(req.body), false);
-  if (!m.generation.grammar) m.generation.grammar = ToolCallGrammar(service, m.input);
+  const Json body = ParseRequestBody(req.body);
+  MessagesRequest m = ParseMessagesRequest(service, body, false);
+  ParseOutputFormat(body, service, m.generation);
+  ConstrainToolCalls(service, m.input, m.generation);
   PreparedPrompt prompt = PrepareChatPrompt(service, m.input);
   m.generation.prompt = prompt.ids;
   auto run = std::make_shared<GenerationRun>(service, std::move(m.generation), ChatParserOptions(m.input, prompt),

@@ -86,6 +86,7 @@ void ParseTools(const JsonReader& body, ChatInput& input) {
       if (auto d = t.String("description")) fn["description"] = *d;
       const Json* schema = t.Object("input_schema");
       fn["parameters"] = schema ? *schema : Json{{"type", "object"}, {"properties", Json::object()}};
+      if (auto strict = t.Bool("strict")) fn["strict"] = *strict;
       out.push_back({{"type", "function"}, {"function", fn}});
     }
     if (!out.empty()) input.tools = std::move(out);
@@ -142,6 +143,29 @@ MessagesRequest ParseMessagesRequest(const ModelService& service, const Json& bo
   }
   m.stream = body.Bool("stream").value_or(false);
   return m;
+}
+
+void ParseOutputFormat(const Json& body_json, ModelService& service, GenerationRequest& request) {
+  JsonReader body(body_json, "");
+  const Json* format = nullptr;
+  std::string param;
+  if (const Json* config = body.Object("output_config")) {
+    format = JsonReader(*config, "output_config").Object("format");
+    param = "output_config.format";
+  }
+  if (const Json* beta = body.Object("output_format")) {
+    if (format != nullptr)
+      BadRequest("output_format", "output_format and output_config.format cannot be combined: give one");
+    format = beta;
+    param = "output_format";
+  }
+  if (format == nullptr) return;
+  JsonReader f(*format, param);
+  std::string type = f.RequiredString("type");
+  if (type != "json_schema") BadRequest(param + ".type", param + ".type: expected json_schema, got '" + type + "'");
+  const Json* schema = f.Object("schema");
+  if (schema == nullptr) BadRequest(param + ".schema", param + ".schema: expected an object");
+  CompileConstraint(service, GrammarKind::kJsonSchema, DumpJson(*schema), param + ".schema", request);
 }
 
 }  // namespace infernix

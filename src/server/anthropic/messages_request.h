@@ -19,4 +19,9 @@ struct MessagesRequest {
 // `for_count_tokens`: max_tokens is not required.
 MessagesRequest ParseMessagesRequest(const ModelService& service, const Json& body, bool for_count_tokens);
 
+// Structured outputs: `output_config: {format: {type: json_schema, schema}}`, or the beta shape
+// `output_format: {type: json_schema, schema}`; the text answer is constrained to the schema.
+// Malformed schemas are 400s giving the JSON pointer.
+void ParseOutputFormat(const Json& body, ModelService& service, GenerationRequest& request);
+
 }  // namespace infernix

@@ -76,7 +76,7 @@ Json Message(const RunResult& r) {
 
 void HandleChatCompletions(ModelService& service, const httplib::Request& req, httplib::Response& res) {
   ChatCompletion c = ParseChatCompletion(service, ParseRequestBody(req.body));
-  if (!c.generation.grammar) c.generation.grammar = ToolCallGrammar(service, c.input);
+  ConstrainToolCalls(service, c.input, c.generation);
   PreparedPrompt prompt = PrepareChatPrompt(service, c.input);
   c.generation.prompt = prompt.ids;
   bool want_logprobs = c.generation.sampling.logprobs;

@@ -213,10 +213,24 @@ void ParseConstraint(const JsonReader& body, ModelService& service, GenerationRe
   if (given.size() > 1)
     BadRequest(given[1].first, fmt::format("{} and {} cannot be combined: give one constraint", given[0].first,
                                            given[1].first));
-  try {
-    request.grammar = service.CompileGrammar(given[0].second.first, given[0].second.second);
-  } catch (const Error& e) {
-    BadRequest(given[0].first, fmt::format("{}: {}", given[0].first, e.what()));
+  CompileConstraint(service, given[0].second.first, given[0].second.second, given[0].first, request);
+}
+
+void ParseResponsesTextFormat(const JsonReader& body, ModelService& service, GenerationRequest& request) {
+  const Json* text = body.Object("text");
+  if (text == nullptr) return;
+  const Json* format = JsonReader(*text, "text").Object("format");
+  if (format == nullptr) return;
+  JsonReader f(*format, "text.format");
+  std::string type = f.RequiredString("type");
+  if (type == "json_object") {
+    CompileConstraint(service, GrammarKind::kJson, "", "text.format", request);
+  } else if (type == "json_schema") {
+    const Json* schema = f.Object("schema");
+    if (schema == nullptr) BadRequest("text.format.schema", "text.format.schema: expected an object");
+    CompileConstraint(service, GrammarKind::kJsonSchema, DumpJson(*schema), "text.format.schema", request);
+  } else if (type != "text") {
+    BadRequest("text.format.type", "text.format.type: expected text, json_object or json_schema, got '" + type + "'");
   }
 }
 

@@ -34,6 +34,10 @@ void ParseOpenAiSampling(const JsonReader& body, const ModelService& service, Ge
 // choice (an array of strings). Malformed grammars are 400s giving the position.
 void ParseConstraint(const JsonReader& body, ModelService& service, GenerationRequest& request);
 
+// Responses structured outputs: text.format {type: text | json_object | json_schema (schema, name,
+// strict)}. Malformed schemas are 400s on text.format.schema giving the JSON pointer.
+void ParseResponsesTextFormat(const JsonReader& body, ModelService& service, GenerationRequest& request);
+
 // Template variables: chat_template_kwargs entries and the top-level enable_thinking extension.
 void ParseTemplateVariables(const JsonReader& body, ChatInput& input);
 

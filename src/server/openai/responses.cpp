@@ -75,7 +75,7 @@ Json InputMessages(const JsonReader& body) {
   return messages;
 }
 
-ResponsesRequest ParseResponses(const ModelService& service, const Json& body_json) {
+ResponsesRequest ParseResponses(ModelService& service, const Json& body_json) {
   JsonReader body(body_json, "");
   CheckModel(service, body);
   if (body.Has("previous_response_id"))
@@ -95,6 +95,7 @@ ResponsesRequest ParseResponses(const ModelService& service, const Json& body_js
       if (auto d = t.String("description")) fn["description"] = *d;
       const Json* params = t.Object("parameters");
       fn["parameters"] = params ? *params : Json{{"type", "object"}, {"properties", Json::object()}};
+      if (auto strict = t.Bool("strict")) fn["strict"] = *strict;
       out.push_back({{"type", "function"}, {"function", fn}});
     }
     if (!out.empty()) r.input.tools = out;
@@ -104,7 +105,9 @@ ResponsesRequest ParseResponses(const ModelService& service, const Json& body_js
   r.generation = DefaultGenerationRequest(service);
   ParseOpenAiSampling(body, service, r.generation, {"max_output_tokens"});
   r.stream = body.Bool("stream").value_or(false);
-  r.echo = {{"instructions", body.Get("instructions")},
+  ParseResponsesTextFormat(body, service, r.generation);
+  r.echo = {{"text", body.Has("text") ? body.Get("text") : Json{{"format", {{"type", "text"}}}}},
+            {"instructions", body.Get("instructions")},
             {"tools", body.Has("tools") ? body.Get("tools") : Json::array()},
             {"tool_choice", body.Has("tool_choice") ? body.Get("tool_choice") : Json("auto")},
             {"temperature", body.Has("temperature") ? body.Get("temperature") : Json(1.0)},
@@ -235,7 +238,7 @@ class ResponseBuilder {
 
 void HandleResponses(ModelService& service, const httplib::Request& req, httplib::Response& res) {
   ResponsesRequest r = ParseResponses(service, ParseRequestBody(req.body));
-  if (!r.generation.grammar) r.generation.grammar = ToolCallGrammar(service, r.input);
+  ConstrainToolCalls(service, r.input, r.generation);
   PreparedPrompt prompt = PrepareChatPrompt(service, r.input);
   r.generation.prompt = prompt.ids;
   auto run = std::make_shared<GenerationRun>(service, std::move(r.generation), ChatParserOptions(r.input, prompt),
