@@ -1,17 +1,19 @@
 // Grammar-constrained decoding over the real Qwen3 vocabulary (151,669 tokens): the cost of one
-// token step (FillNextTokenBitmask + AcceptToken) along a JSON document, with the JSON grammar of
-// grammar::JsonGbnf(). Reported as time per token ("per_token" counter, in seconds).
+// token step (FillNextTokenBitmask + AcceptToken) along a document, for two workloads (the `/json`
+// and `/schema` suffixes): the JSON grammar of grammar::JsonGbnf() along a 178-token JSON document,
+// and a JSON Schema (nested objects, enum, pattern, array, integer range, format) along a document
+// it accepts. Reported as time per token ("per_token" counter, in seconds).
 //
-//   BM_JsonStepUncached: the per-state mask cache off, every mask assembled from the per-stack masks
-//                        (computed in the first iteration) plus the recheck of uncertain tokens.
-//   BM_JsonStepCached:   one matcher reused over the document many times (rolled back between
-//                        passes), so states repeat; the steady state of a long generation.
-//   BM_JsonStepFresh:    a new matcher per document over a TokenGrammar shared by all of them
-//                        (per-stack masks warm, per-state mask cache cold): a new request with a
-//                        grammar seen before.
-//   BM_JsonStepCold:     a new TokenGrammar and matcher per document: the first request with a
-//                        new grammar (includes computing every per-stack mask it meets).
-//   BM_BuildVocabulary / BM_CompileJson: the one-off costs.
+//   BM_StepUncached: the per-state mask cache off, every mask assembled from the per-stack masks
+//                    (computed in the first iteration) plus the recheck of uncertain tokens.
+//   BM_StepCached:   one matcher reused over the document many times (rolled back between
+//                    passes), so states repeat; the steady state of a long generation.
+//   BM_StepFresh:    a new matcher per document over a TokenGrammar shared by all of them
+//                    (per-stack masks warm, per-state mask cache cold): a new request with a
+//                    grammar seen before.
+//   BM_StepCold:     a new TokenGrammar and matcher per document: the first request with a
+//                    new grammar (includes computing every per-stack mask it meets).
+//   BM_BuildVocabulary / BM_CompileJson / BM_CompileSchema: the one-off costs.
 // Flags are Google Benchmark's (--benchmark_filter=..., --benchmark_min_time=...).
 #include <algorithm>
 #include <chrono>
@@ -23,7 +25,10 @@
 #include <benchmark/benchmark.h>
 
 #include "base/file_set.h"
+#include <nlohmann/json.hpp>
+
 #include "grammar/gbnf.h"
+#include "grammar/json_schema.h"
 #include "grammar/token_matcher.h"
 #include "tokenizer/tokenizer.h"
 
@@ -64,12 +69,55 @@ const std::vector<int32_t>& Document() {
   return ids;
 }
 
+constexpr const char* kSchema = R"({"type": "object", "properties": {
+  "id": {"type": "string", "pattern": "^req-[0-9]{3,6}$"},
+  "user": {"type": "object", "properties": {
+    "name": {"type": "string", "maxLength": 40}, "email": {"type": "string", "format": "email"},
+    "age": {"type": "integer", "minimum": 0, "maximum": 150}, "verified": {"type": "boolean"}},
+    "required": ["name", "email", "age", "verified"], "additionalProperties": false},
+  "items": {"type": "array", "minItems": 1, "maxItems": 10, "items": {"type": "object", "properties": {
+    "sku": {"type": "string", "pattern": "^[A-Z]-[0-9]+$"}, "title": {"type": "string"}, "price": {"type": "number"},
+    "qty": {"type": "integer", "minimum": 1, "maximum": 99},
+    "tags": {"type": "array", "items": {"enum": ["paper", "io", "gift", "fragile"]}}},
+    "required": ["sku", "title", "price", "qty"], "additionalProperties": false}},
+  "notes": {"type": "string"}, "total": {"type": "number"}, "gift": {"type": ["boolean", "null"]},
+  "status": {"enum": ["new", "paid", "shipped"]}},
+  "required": ["id", "user", "items", "total", "status"], "additionalProperties": false})";
+
+struct Workload {
+  std::shared_ptr<const CompiledGrammar> grammar;
+  std::vector<int32_t> doc;
+};
+
+const Workload& JsonWorkload() {
+  static const Workload w{Json(), Document()};
+  return w;
+}
+
+const Workload& SchemaWorkload() {
+  static const Workload w{std::make_shared<const CompiledGrammar>(JsonSchemaGrammar(nlohmann::ordered_json::parse(kSchema))),
+                          Qwen().Encode(R"({
+  "id": "req-20931",
+  "user": {"name": "Ada Lovelace", "email": "ada@example.com", "age": 36, "verified": true},
+  "items": [
+    {"sku": "A-113", "title": "Analytical engine notes", "price": 12.5, "qty": 2},
+    {"sku": "B-7", "title": "Punched cards, box of 500", "price": 3.25e1, "qty": 1, "tags": ["paper", "io"]}
+  ],
+  "notes": "Deliver before Tuesday; leave at the door \u2014 thanks!",
+  "total": 57.5,
+  "gift": null,
+  "status": "paid"
+})")};
+  return w;
+}
+
 // Runs the document through `m`. `best` (if given, one entry per token) keeps the fastest time of
 // each step's FillNextTokenBitmask over the iterations: its maximum is the slowest step, free of
 // scheduling noise.
-void Step(benchmark::State& state, TokenMatcher& m, std::vector<uint32_t>& mask, std::vector<double>* best = nullptr) {
-  for (size_t i = 0; i < Document().size(); ++i) {
-    const int32_t id = Document()[i];
+void Step(benchmark::State& state, const std::vector<int32_t>& doc, TokenMatcher& m, std::vector<uint32_t>& mask,
+          std::vector<double>* best = nullptr) {
+  for (size_t i = 0; i < doc.size(); ++i) {
+    const int32_t id = doc[i];
     const auto start = std::chrono::steady_clock::now();
     m.FillNextTokenBitmask(mask);
     if (best != nullptr) {
@@ -83,87 +131,92 @@ void Step(benchmark::State& state, TokenMatcher& m, std::vector<uint32_t>& mask,
   benchmark::DoNotOptimize(mask.data());
 }
 
-void SetCounters(benchmark::State& state) {
-  state.counters["per_token"] = benchmark::Counter(static_cast<double>(Document().size()),
+void SetCounters(benchmark::State& state, const std::vector<int32_t>& doc) {
+  state.counters["per_token"] = benchmark::Counter(static_cast<double>(doc.size()),
                                                    benchmark::Counter::kIsIterationInvariantRate |
                                                        benchmark::Counter::kInvert);
-  state.counters["tokens"] = static_cast<double>(Document().size());
+  state.counters["tokens"] = static_cast<double>(doc.size());
 }
 
-void BM_JsonStepUncached(benchmark::State& state) {
-  TokenMatcher m(Json(), Vocab(), {151643, 151645});
+void BM_StepUncached(benchmark::State& state, const Workload& w) {
+  TokenMatcher m(w.grammar, Vocab(), {151643, 151645});
   m.set_cache_capacity(0);
   std::vector<uint32_t> mask(m.mask_words());
-  Step(state, m, mask);  // computes the per-stack masks
+  Step(state, w.doc, m, mask);  // computes the per-stack masks
   m.Rollback(m.num_accepted());
-  std::vector<double> best(Document().size(), 1e9);
+  std::vector<double> best(w.doc.size(), 1e9);
   for (auto _ : state) {
-    Step(state, m, mask, &best);
+    Step(state, w.doc, m, mask, &best);
     m.Rollback(m.num_accepted());
   }
-  SetCounters(state);
+  SetCounters(state, w.doc);
   state.counters["slowest_step"] = *std::max_element(best.begin(), best.end());
 }
-BENCHMARK(BM_JsonStepUncached)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_StepUncached, json, JsonWorkload())->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_StepUncached, schema, SchemaWorkload())->Unit(benchmark::kMillisecond);
 
-void BM_JsonStepCached(benchmark::State& state) {
-  TokenMatcher m(Json(), Vocab(), {151643, 151645});
+void BM_StepCached(benchmark::State& state, const Workload& w) {
+  TokenMatcher m(w.grammar, Vocab(), {151643, 151645});
   std::vector<uint32_t> mask(m.mask_words());
   for (auto _ : state) {
-    Step(state, m, mask);
+    Step(state, w.doc, m, mask);
     m.Rollback(m.num_accepted());
   }
-  SetCounters(state);
+  SetCounters(state, w.doc);
   state.counters["cache_hit_rate"] =
       static_cast<double>(m.cache_hits()) / static_cast<double>(m.cache_hits() + m.cache_misses());
 }
-BENCHMARK(BM_JsonStepCached)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_StepCached, json, JsonWorkload())->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_StepCached, schema, SchemaWorkload())->Unit(benchmark::kMillisecond);
 
-void BM_JsonStepFresh(benchmark::State& state) {
-  auto compiled = std::make_shared<TokenGrammar>(Json(), Vocab());
+void BM_StepFresh(benchmark::State& state, const Workload& w) {
+  auto compiled = std::make_shared<TokenGrammar>(w.grammar, Vocab());
   {  // warm the shared per-stack masks
     TokenMatcher m(compiled, {151643, 151645});
     std::vector<uint32_t> mask(m.mask_words());
-    Step(state, m, mask);
+    Step(state, w.doc, m, mask);
   }
   double hits = 0, total = 0;
-  std::vector<double> best(Document().size(), 1e9);
+  std::vector<double> best(w.doc.size(), 1e9);
   for (auto _ : state) {
     TokenMatcher m(compiled, {151643, 151645});
     std::vector<uint32_t> mask(m.mask_words());
-    Step(state, m, mask, &best);
+    Step(state, w.doc, m, mask, &best);
     hits += static_cast<double>(m.cache_hits());
     total += static_cast<double>(m.cache_hits() + m.cache_misses());
   }
-  SetCounters(state);
+  SetCounters(state, w.doc);
   state.counters["cache_hit_rate"] = hits / total;
   state.counters["slowest_step"] = *std::max_element(best.begin(), best.end());
 }
-BENCHMARK(BM_JsonStepFresh)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_StepFresh, json, JsonWorkload())->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_StepFresh, schema, SchemaWorkload())->Unit(benchmark::kMillisecond);
 
-void BM_JsonStepCold(benchmark::State& state) {
+void BM_StepCold(benchmark::State& state, const Workload& w) {
   for (auto _ : state) {
-    TokenMatcher m(Json(), Vocab(), {151643, 151645});
+    TokenMatcher m(w.grammar, Vocab(), {151643, 151645});
     std::vector<uint32_t> mask(m.mask_words());
-    Step(state, m, mask);
+    Step(state, w.doc, m, mask);
   }
-  SetCounters(state);
+  SetCounters(state, w.doc);
 }
-BENCHMARK(BM_JsonStepCold)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_StepCold, json, JsonWorkload())->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_StepCold, schema, SchemaWorkload())->Unit(benchmark::kMillisecond);
 
 // The plain trie walk at every step (no per-stack masks, no cache): the cost the caches avoid.
-void BM_JsonStepTrieWalk(benchmark::State& state) {
-  TokenMatcher m(Json(), Vocab(), {151643, 151645});
+void BM_StepTrieWalk(benchmark::State& state, const Workload& w) {
+  TokenMatcher m(w.grammar, Vocab(), {151643, 151645});
   m.set_cache_capacity(0);
   m.set_cut_depth(0);
   std::vector<uint32_t> mask(m.mask_words());
   for (auto _ : state) {
-    Step(state, m, mask);
+    Step(state, w.doc, m, mask);
     m.Rollback(m.num_accepted());
   }
-  SetCounters(state);
+  SetCounters(state, w.doc);
 }
-BENCHMARK(BM_JsonStepTrieWalk)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_StepTrieWalk, json, JsonWorkload())->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_StepTrieWalk, schema, SchemaWorkload())->Unit(benchmark::kMillisecond);
 
 void BM_BuildVocabulary(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(TokenVocabulary::FromTokenizer(Qwen()));
@@ -174,6 +227,12 @@ void BM_CompileJson(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(std::make_shared<const CompiledGrammar>(ParseGbnf(JsonGbnf())));
 }
 BENCHMARK(BM_CompileJson)->Unit(benchmark::kMicrosecond);
+
+void BM_CompileSchema(benchmark::State& state) {
+  const auto schema = nlohmann::ordered_json::parse(kSchema);
+  for (auto _ : state) benchmark::DoNotOptimize(std::make_shared<const CompiledGrammar>(JsonSchemaGrammar(schema)));
+}
+BENCHMARK(BM_CompileSchema)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace infernix::grammar
