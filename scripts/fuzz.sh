@@ -36,7 +36,7 @@ for t in "${targets[@]}"; do
     for f in "$artifacts"/*; do [ -e "$f" ] && echo "reproducer: $f  (run: $build/bin/$t $f)"; done
     status=1
   else
-    grep -E "stat::number_of_executed_runs|stat::peak_rss_mb" "$build/$t.log" | tr '\n' ' '
+    grep -E "stat::number_of_executed_units|stat::new_units_added|stat::peak_rss_mb" "$build/$t.log" | tr '\n' ' '
     echo
   fi
 done

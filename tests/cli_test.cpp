@@ -162,10 +162,97 @@ TEST(Cli, TokenizeDetokenizeAndRenderMatchHuggingFace) {
   fs::remove(path);
 }
 
+// `infernix inspect`: GGUF files (metadata-only and quantized), a model folder, the embedded model.
+TEST(Cli, InspectGguf) {
+  Result r = RunCli("inspect --json " + testing::FixturesDir() + "/gguf/g-qwen3-tokenizer.gguf");
+  ASSERT_EQ(r.status, 0) << r.output;
+  nlohmann::json j = nlohmann::json::parse(r.output);
+  EXPECT_EQ(j["format"], "gguf");
+  EXPECT_EQ(j["version"], 3);
+  EXPECT_EQ(j["architecture"], "qwen3");
+  EXPECT_EQ(j["name"], "G Qwen3");
+  EXPECT_EQ(j["hyperparameters"]["qwen3.block_count"], 4);
+  EXPECT_EQ(j["hyperparameters"]["qwen3.embedding_length"], 256);
+  EXPECT_EQ(j["hyperparameters"]["qwen3.rope.freq_base"], 10000.0);
+  EXPECT_EQ(j["hyperparameters"].size(), 10u);  // every qwen3.* key, nothing else
+  EXPECT_EQ(j["tensor_count"], 0);
+  EXPECT_EQ(j["tokenizer"]["model"], "gpt2");
+  EXPECT_EQ(j["tokenizer"]["pre"], "qwen2");
+  EXPECT_EQ(j["tokenizer"]["tokens"], 2048);
+  EXPECT_EQ(j["tokenizer"]["merges"], 1744);
+  EXPECT_EQ(j["tokenizer"]["eos_id"], 2002);
+  EXPECT_EQ(j["tokenizer"]["eos_id_token"], "<|im_end|>");
+  EXPECT_EQ(j["tokenizer"]["supported"], true);
+  EXPECT_FALSE(j["tokenizer"].contains("bos_id"));
+  EXPECT_EQ(j["chat_template"]["present"], true);
+  EXPECT_GT(j["chat_template"]["length"].get<int>(), 1000);
+
+  const std::string quantized = testing::FixturesDir() + "/gguf/g-qwen3/g-qwen3-Q3_K_M.gguf";
+  if (!fs::exists(quantized)) GTEST_SKIP() << quantized << " is not in the fixtures";
+  r = RunCli("inspect --json --tensors " + quantized);
+  ASSERT_EQ(r.status, 0) << r.output;
+  j = nlohmann::json::parse(r.output);
+  ASSERT_EQ(j["tensor_count"], 47);
+  ASSERT_EQ(j["tensors"].size(), 47u);
+  int64_t sum = 0, count = 0;
+  for (const auto& [type, info] : j["types"].items()) {
+    sum += info["bytes"].get<int64_t>();
+    count += info["count"].get<int64_t>();
+  }
+  EXPECT_EQ(count, 47);
+  EXPECT_EQ(sum, j["tensor_bytes"].get<int64_t>());
+  EXPECT_EQ(j["types"]["F32"]["count"], 17);
+  EXPECT_TRUE(j["types"].contains("Q3_K"));
+  EXPECT_LE(j["tensor_bytes"].get<int64_t>(), j["file_bytes"].get<int64_t>() - j["data_offset"].get<int64_t>());
+  bool found_embedding = false;
+  for (const auto& t : j["tensors"]) {
+    if (t["name"] != "token_embd.weight") continue;
+    found_embedding = true;
+    EXPECT_EQ(t["shape"], nlohmann::json::array({2048, 256}));  // row-major: [vocab, hidden]
+  }
+  EXPECT_TRUE(found_embedding);
+
+  r = RunCli("inspect --tensors " + quantized);
+  ASSERT_EQ(r.status, 0) << r.output;
+  for (const char* part : {"architecture: qwen3", "qwen3.block_count = 4", "tensors: 47", "Q3_K", "tokenizer: gpt2, pre qwen2, 2048 tokens, 1744 merges",
+                           "eos 2002 <|im_end|>", "chat template: present", "token_embd.weight"})
+    EXPECT_NE(r.output.find(part), std::string::npos) << part << "\n" << r.output;
+}
+
+TEST(Cli, InspectModelFolderAndEmbeddedModel) {
+  Result r = RunCli("inspect --json " + ModelDir("qwen3-e2e"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  nlohmann::json j = nlohmann::json::parse(r.output);
+  EXPECT_EQ(j["format"], "huggingface");
+  EXPECT_EQ(j["config"]["architecture"], "qwen3");
+  EXPECT_EQ(j["config"]["num_layers"], 2);
+  EXPECT_EQ(j["config"]["vocab_size"], 151936);
+  EXPECT_GT(j["tensor_count"].get<int>(), 10);
+  int64_t sum = 0;
+  for (const auto& [type, info] : j["types"].items()) sum += info["bytes"].get<int64_t>();
+  EXPECT_EQ(sum, j["tensor_bytes"].get<int64_t>());
+  EXPECT_EQ(j["tokenizer"]["present"], true);
+  EXPECT_EQ(j["tokenizer"]["eos_id"], 151645);
+  EXPECT_EQ(j["chat_template"]["present"], true);
+
+  r = RunCli("inspect");
+  ASSERT_EQ(r.status, 0) << r.output;
+  for (const char* part : {"architecture: qwen3_next", "tokenizer: tokenizer.json", "chat template: present", "tensors: "})
+    EXPECT_NE(r.output.find(part), std::string::npos) << part << "\n" << r.output;
+
+  ExpectError("inspect /no/such/model", {"/no/such/model"});
+  std::string bad = (fs::temp_directory_path() / "infernix_cli_inspect.gguf").string();
+  testing::WriteBinary(bad, std::string("GGUF\x03\0\0\0\x01", 9));  // v3, then a cut tensor count
+  ExpectError("inspect " + bad, {bad, "truncated"});
+  testing::WriteBinary(bad, "not a model");
+  ExpectError("inspect " + bad, {bad, "not a GGUF file"});
+  fs::remove(bad);
+}
+
 TEST(Cli, HelpListsTheCommands) {
   Result r = RunCli("--help");
   EXPECT_EQ(r.status, 0);
-  for (const char* cmd : {"logits", "generate", "tokenize", "detokenize", "render", "serve"}) EXPECT_NE(r.output.find(cmd), std::string::npos) << r.output;
+  for (const char* cmd : {"logits", "generate", "tokenize", "detokenize", "render", "serve", "inspect"}) EXPECT_NE(r.output.find(cmd), std::string::npos) << r.output;
 }
 
 }  // namespace

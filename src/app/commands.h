@@ -20,6 +20,7 @@ void RegisterTokenizerCommands(CLI::App& app);  // tokenize, detokenize       (c
 void RegisterRenderCommand(CLI::App& app);      // render                     (cmd_render.cpp)
 void RegisterServeCommand(CLI::App& app);       // serve                      (cmd_serve.cpp)
 void RegisterBenchCommand(CLI::App& app);       // bench                      (cmd_bench.cpp)
+void RegisterInspectCommand(CLI::App& app);     // inspect                    (cmd_inspect.cpp)
 
 // The files of the model named by --model: a folder on disk, or the embedded default model when
 // `path` is empty. Throws Error(kNotFound) for a missing path.

@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   infernix::RegisterRenderCommand(app);
   infernix::RegisterServeCommand(app);
   infernix::RegisterBenchCommand(app);
+  infernix::RegisterInspectCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
