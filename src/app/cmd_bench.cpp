@@ -118,7 +118,8 @@ void Run(const BenchOptions& o) {
     ThrowError(ErrorCode::kInvalidArgument, "--n-prompt, --n-gen and --repetitions must be positive");
   std::vector<int> batches = ParseBatches(o.batches);
   std::unique_ptr<FileSet> files;
-  if (!o.dummy_weights) files = OpenModelFiles(o.model_path);
+  std::unique_ptr<ModelPackage> package;
+  if (!o.dummy_weights) package = OpenModel(o.model_path);
   std::unique_ptr<Backend> backend = CreateBackend(o.backend);
   auto t_load = std::chrono::steady_clock::now();
   if (!o.dummy_quant.empty() && !o.dummy_weights)
@@ -127,7 +128,7 @@ void Run(const BenchOptions& o) {
   std::unique_ptr<Model> model =
       o.dummy_weights ? LoadModelWithDummyWeights(LoadConfigForDummyWeights(o.model_path, &files), *backend, 1,
                                                   linear_dtype)
-                      : LoadModel(*files, *backend);
+                      : package->LoadModel(*backend);
   const ModelConfig& c = model->config();
   std::printf("model: %s, %d layers, hidden %lld, vocab %lld%s; backend %s; loaded in %.1f s\n",
               std::string(ArchitectureName(c.arch)).c_str(), c.num_layers, static_cast<long long>(c.hidden_size),

@@ -32,6 +32,7 @@ void AddCommonOptions(CLI::App* cmd, CommonOptions& o) {
 }
 
 struct Loaded {
+  std::unique_ptr<ModelPackage> package;  // null with --dummy-weights
   std::unique_ptr<FileSet> files;
   std::unique_ptr<Backend> backend;
   std::unique_ptr<Model> model;
@@ -39,12 +40,12 @@ struct Loaded {
 
 Loaded Load(const CommonOptions& o) {
   Loaded l;
-  if (!o.dummy_weights) l.files = OpenModelFiles(o.model_path);
+  if (!o.dummy_weights) l.package = OpenModel(o.model_path);
   l.backend = CreateBackend(o.backend);
   if (o.dummy_weights) {
     l.model = LoadModelWithDummyWeights(LoadConfigForDummyWeights(o.model_path, &l.files), *l.backend);
   } else {
-    l.model = LoadModel(*l.files, *l.backend);
+    l.model = l.package->LoadModel(*l.backend);
   }
   return l;
 }
@@ -105,7 +106,7 @@ void RegisterModelCommands(CLI::App& app) {
     GreedyOptions g;
     g.max_new_tokens = *max_tokens;
     g.stop_at_eos = *stop_at_eos;
-    if (l.files) g.eos_token_ids = LoadGenerationDefaults(*l.files).eos_token_ids;
+    if (l.package) g.eos_token_ids = l.package->LoadGenerationDefaults().eos_token_ids;
     g.max_context = *ctx_size > 0 ? *ctx_size : l.model->config().max_position_embeddings;
     std::vector<int32_t> out = GreedyGenerate(*l.model, tokens, g);
     std::string s = "[";

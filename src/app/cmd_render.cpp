@@ -63,7 +63,7 @@ void RegisterRenderCommand(CLI::App& app) {
                      "keys and \"chat_template_kwargs\" entries become template variables")
       ->required();
   render->callback([options] {
-    std::unique_ptr<ChatTemplate> tmpl = ChatTemplate::Load(*OpenModelFiles(options->model));
+    std::unique_ptr<ChatTemplate> tmpl = OpenModel(options->model)->LoadChatTemplate();
     WriteStdout(RenderRequest(*tmpl, options->request, ReadFileText(options->request)));
   });
 }

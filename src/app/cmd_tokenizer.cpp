@@ -22,7 +22,7 @@ struct TokenizerOptions {
 
 void RunTokenize(const TokenizerOptions& options, bool from_file) {
   const std::string text = from_file ? ReadFileText(options.text_file) : options.text;
-  const std::unique_ptr<Tokenizer> tokenizer = Tokenizer::Load(*OpenModelFiles(options.model));
+  const std::unique_ptr<Tokenizer> tokenizer = OpenModel(options.model)->LoadTokenizer();
   const std::vector<int32_t> ids = tokenizer->Encode(text);
   std::string out = "[";
   for (size_t i = 0; i < ids.size(); ++i) {
@@ -36,7 +36,7 @@ void RunTokenize(const TokenizerOptions& options, bool from_file) {
 void RunDetokenize(const TokenizerOptions& options) {
   const std::vector<int> parsed = ParseTokenList(options.tokens);
   const std::vector<int32_t> ids(parsed.begin(), parsed.end());
-  const std::unique_ptr<Tokenizer> tokenizer = Tokenizer::Load(*OpenModelFiles(options.model));
+  const std::unique_ptr<Tokenizer> tokenizer = OpenModel(options.model)->LoadTokenizer();
   WriteStdout(tokenizer->Decode(ids, options.skip_special));
 }
 

@@ -12,6 +12,7 @@
 #include <CLI/CLI.hpp>
 
 #include "base/file_set.h"
+#include "loader/model_package.h"
 
 namespace infernix {
 
@@ -25,6 +26,9 @@ void RegisterInspectCommand(CLI::App& app);     // inspect                    (c
 // The files of the model named by --model: a folder on disk, or the embedded default model when
 // `path` is empty. Throws Error(kNotFound) for a missing path.
 std::unique_ptr<FileSet> OpenModelFiles(const std::string& path);
+// The model named by --model: a Hugging Face folder, a GGUF file, or the embedded default model when
+// `path` is empty (loader/model_package.h). Throws Error(kNotFound) for a missing path.
+std::unique_ptr<ModelPackage> OpenModel(const std::string& path);
 
 // Parses "1,2,3" (spaces allowed, a trailing comma not) into token ids. Throws
 // Error(kInvalidArgument) naming the bad element.

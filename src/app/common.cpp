@@ -14,6 +14,11 @@ std::unique_ptr<FileSet> OpenModelFiles(const std::string& path) {
   return std::make_unique<DirFileSet>(path);
 }
 
+std::unique_ptr<ModelPackage> OpenModel(const std::string& path) {
+  if (path.empty()) return ModelPackage::FromFiles(EmbeddedDefaultModel());
+  return ModelPackage::Open(path);
+}
+
 std::vector<int32_t> ParseTokenList(const std::string& text) {
   std::vector<int32_t> ids;
   size_t pos = 0, index = 0;

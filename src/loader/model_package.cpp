@@ -1,0 +1,72 @@
+#include "loader/model_package.h"
+
+#include <filesystem>
+
+#include "base/error.h"
+#include "model/gguf_model.h"
+#include "tokenizer/tokenizer_gguf.h"
+
+namespace infernix {
+
+std::unique_ptr<ModelPackage> ModelPackage::FromFiles(std::unique_ptr<FileSet> files) {
+  std::unique_ptr<ModelPackage> p(new ModelPackage());
+  p->config_ = LoadModelConfig(*files);
+  p->files_ = std::move(files);
+  return p;
+}
+
+std::unique_ptr<ModelPackage> ModelPackage::FromGguf(std::shared_ptr<const GgufFile> file) {
+  std::unique_ptr<ModelPackage> p(new ModelPackage());
+  p->config_ = GgufModelConfig(*file);
+  p->gguf_ = std::move(file);
+  return p;
+}
+
+std::unique_ptr<ModelPackage> ModelPackage::Open(const std::string& path) {
+  std::error_code ec;
+  auto status = std::filesystem::status(path, ec);
+  if (ec || !std::filesystem::exists(status))
+    ThrowError(ErrorCode::kNotFound, "{}: no such model folder or file", path);
+  if (std::filesystem::is_directory(status)) return FromFiles(std::make_unique<DirFileSet>(path));
+  return FromGguf(GgufFile::Open(path));
+}
+
+std::string ModelPackage::Describe() const { return gguf_ ? gguf_->path() : files_->Describe(); }
+
+std::unique_ptr<Model> ModelPackage::LoadModel(Backend& backend) const {
+  if (gguf_) return LoadGgufModel(gguf_, backend);
+  return infernix::LoadModel(*files_, backend);
+}
+
+std::unique_ptr<Tokenizer> ModelPackage::LoadTokenizer() const {
+  if (gguf_) return Tokenizer::Create(ReadGgufTokenizerSpec(*gguf_));
+  return Tokenizer::Load(*files_);
+}
+
+std::unique_ptr<ChatTemplate> ModelPackage::LoadChatTemplate() const {
+  if (!gguf_) return ChatTemplate::Load(*files_);
+  std::optional<GgufChatTemplateSource> t = ReadGgufChatTemplate(*gguf_);
+  if (!t) ThrowError(ErrorCode::kNotFound, "{}: no chat template (metadata tokenizer.chat_template)", gguf_->path());
+  return ChatTemplate::FromString(t->source, t->bos_token, t->eos_token);
+}
+
+GenerationDefaults ModelPackage::LoadGenerationDefaults() const {
+  if (!gguf_) return infernix::LoadGenerationDefaults(*files_);
+  GenerationDefaults g;
+  for (const char* key : {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id"})
+    if (std::optional<int64_t> id = gguf_->GetInt(key)) {
+      bool seen = false;
+      for (int32_t e : g.eos_token_ids) seen |= e == *id;
+      if (!seen) g.eos_token_ids.push_back(static_cast<int32_t>(*id));
+    }
+  if (auto v = gguf_->GetInt("general.sampling.top_k")) g.top_k = static_cast<int>(*v);
+  if (auto v = gguf_->GetFloat("general.sampling.top_p")) g.top_p = *v;
+  if (auto v = gguf_->GetFloat("general.sampling.min_p")) g.min_p = *v;
+  if (auto v = gguf_->GetFloat("general.sampling.temp")) {
+    g.temperature = *v;
+    g.do_sample = *v > 0;
+  }
+  return g;
+}
+
+}  // namespace infernix
