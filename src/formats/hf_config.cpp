@@ -187,7 +187,7 @@ ModelConfig ParseModelConfig(std::string_view json_text, const std::string& path
   json root;
   try {
     root = json::parse(json_text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for a number beyond double
     ThrowError(ErrorCode::kInvalidFormat, "{}: malformed JSON: {}", path, e.what());
   }
   if (!root.is_object()) ThrowError(ErrorCode::kInvalidFormat, "{}: expected a JSON object", path);
@@ -271,7 +271,7 @@ GenerationDefaults LoadGenerationDefaults(const FileSet& files) {
   json root;
   try {
     root = json::parse(ReadText(files, "generation_config.json"));
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for a number beyond double
     ThrowError(ErrorCode::kInvalidFormat, "{}: malformed JSON: {}", path, e.what());
   }
   if (!root.is_object()) ThrowError(ErrorCode::kInvalidFormat, "{}: expected a JSON object", path);

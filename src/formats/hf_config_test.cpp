@@ -747,3 +747,20 @@ TEST(HfConfigFiles, GenerationDefaultsMalformed) {
 
 }  // namespace
 }  // namespace infernix
+
+namespace infernix {
+namespace {
+
+// A number beyond double range is malformed JSON for us (nlohmann reports it as out_of_range).
+TEST(HfConfig, NumberOutOfRangeIsInvalidFormat) {
+  try {
+    ParseModelConfig(R"({"model_type": "qwen3", "hidden_size": 2e999})", "config.json");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidFormat);
+    EXPECT_NE(std::string(e.what()).find("config.json"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace infernix
