@@ -1,10 +1,41 @@
 // DequantizeRow: the plain types element-wise, the block types through their family's decoder.
+#include <array>
+#include <bit>
 #include <cstring>
 
 #include "base/check.h"
 #include "quant/quant_internal.h"
 
 namespace infernix {
+namespace {
+
+// IEEE half -> float, the same values as F16ToF32 (tested on all 65,536 inputs) but inline, so that a
+// row converts without a call per element: the exponent is rebiased by adding 112 << 23; infinities
+// and NaN get another 112; subnormals are renormalised by one exact float subtraction.
+inline float HalfToFloat(uint16_t h) {
+  uint32_t o = static_cast<uint32_t>(h & 0x7fffu) << 13;
+  uint32_t exponent = o & 0x0f800000u;
+  o += 112u << 23;
+  if (exponent == 0x0f800000u) {
+    o += 112u << 23;
+  } else if (exponent == 0) {
+    o += 1u << 23;
+    o = std::bit_cast<uint32_t>(std::bit_cast<float>(o) - std::bit_cast<float>(113u << 23));
+  }
+  return std::bit_cast<float>(o | (static_cast<uint32_t>(h & 0x8000u) << 16));
+}
+
+// All 256 E4M3 values, made once (immutable afterwards).
+const std::array<float, 256>& E4M3Table() {
+  static const std::array<float, 256> table = [] {
+    std::array<float, 256> t{};
+    for (int i = 0; i < 256; ++i) t[static_cast<size_t>(i)] = F8E4M3ToF32(static_cast<uint8_t>(i));
+    return t;
+  }();
+  return table;
+}
+
+}  // namespace
 
 void DequantizeRow(DType type, const void* src, float* out, int64_t n) {
   int64_t block = DTypeBlockSize(type);
@@ -19,13 +50,15 @@ void DequantizeRow(DType type, const void* src, float* out, int64_t n) {
       for (int64_t i = 0; i < n; ++i) {
         uint16_t v;
         std::memcpy(&v, bytes + 2 * i, 2);
-        out[i] = type == DType::kF16 ? F16ToF32(v) : Bf16ToF32(v);
+        out[i] = type == DType::kF16 ? HalfToFloat(v) : Bf16ToF32(v);
       }
       return;
     }
-    case DType::kF8E4M3:
-      for (int64_t i = 0; i < n; ++i) out[i] = F8E4M3ToF32(bytes[i]);
+    case DType::kF8E4M3: {
+      const std::array<float, 256>& table = E4M3Table();
+      for (int64_t i = 0; i < n; ++i) out[i] = table[bytes[i]];
       return;
+    }
     case DType::kQ4_0: quant::DequantizeQ4_0(bytes, out, n_blocks); return;
     case DType::kQ4_1: quant::DequantizeQ4_1(bytes, out, n_blocks); return;
     case DType::kQ5_0: quant::DequantizeQ5_0(bytes, out, n_blocks); return;

@@ -288,6 +288,27 @@ TEST(QuantPlain, ElementTypesWidenExactly) {
   ExpectBitEqual(Decode(DType::kF8E4M3, {0x38, 0xC4, 0x7E, 0x01}, 4), {1.0f, -3.0f, 448.0f, 0.001953125f});
 }
 
+// Every f16 and every E4M3 value decodes to the bits of the scalar conversions in tensor/dtype.h
+// (NaN payloads included).
+TEST(QuantPlain, EveryHalfAndEveryE4M3ValueMatchesTheScalarConversion) {
+  std::vector<uint8_t> halves(2 * 65536);
+  for (uint32_t i = 0; i < 65536; ++i) {
+    uint16_t h = static_cast<uint16_t>(i);
+    std::memcpy(&halves[2 * i], &h, 2);
+  }
+  std::vector<float> got = Decode(DType::kF16, halves, 65536);
+  for (uint32_t i = 0; i < 65536; ++i)
+    ASSERT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(F16ToF32(static_cast<uint16_t>(i))))
+        << "half 0x" << std::hex << i;
+  std::vector<uint8_t> bytes(256);
+  for (int i = 0; i < 256; ++i) bytes[static_cast<size_t>(i)] = static_cast<uint8_t>(i);
+  got = Decode(DType::kF8E4M3, bytes, 256);
+  for (int i = 0; i < 256; ++i)
+    ASSERT_EQ(std::bit_cast<uint32_t>(got[static_cast<size_t>(i)]),
+              std::bit_cast<uint32_t>(F8E4M3ToF32(static_cast<uint8_t>(i))))
+        << "e4m3 0x" << std::hex << i;
+}
+
 TEST(QuantPlain, PackedDataAtAnOddAddressDecodesTheSame) {
   auto bytes = RandomBytes(210 * 2 + 1, 7);
   PutHalf(bytes, 208, 0.01f);
