@@ -8,7 +8,8 @@
 //    logits, routing weights, DeltaNet gates (g, beta), the shared-expert gate logit and the final
 //    logits are always f32: MatMul writes whichever dtype its output tensor has.
 //  - Weights W of a linear map are [out, in] (as stored by transformers); the op computes x @ W^T.
-//    Weights may be f32, f16 or bf16; math is always accumulated in f32.
+//    Weights may be f32, f16, bf16 or a GGUF block type (src/quant, docs/quant.md; a backend refuses a
+//    type it has no kernels for in UploadWeight); math is always accumulated in f32.
 //  - A batch is flattened: the tokens of several sequences are concatenated, and BatchLayout says
 //    which rows belong to which sequence, the sequence's cache slot and its positions.
 //  - Per-sequence state (KV cache, conv and recurrent state) lives in a SequenceState made by the
