@@ -1,6 +1,7 @@
 #include "grammar/compose.h"
 
 #include <algorithm>
+#include <map>
 
 #include "base/check.h"
 
@@ -90,52 +91,79 @@ Grammar ZeroOrMore(const Grammar& g) {
   return out;
 }
 
-Grammar TextExcluding(std::string_view stop) {
-  // The code points of `stop` (AppendLiteral decodes and validates the UTF-8).
-  GrammarBuilder scratch;
-  Sequence lit;
-  scratch.AppendLiteral(stop, &lit);
-  std::vector<char32_t> s;
-  for (Element e : lit) s.push_back(scratch.grammar().classes[e.index].front().lo);
-  INFX_CHECK(!s.empty());
-  const size_t n = s.size();
-  // prefix[i]: the length of the longest proper border of s[0..i].
-  std::vector<size_t> prefix(n, 0);
-  for (size_t i = 1; i < n; ++i) {
-    size_t k = prefix[i - 1];
-    while (k > 0 && s[i] != s[k]) k = prefix[k - 1];
-    prefix[i] = s[i] == s[k] ? k + 1 : 0;
-  }
-  // next(state, c): the matched length after reading c with `state` code points of stop matched.
-  auto next = [&](size_t state, char32_t c) {
-    for (;;) {
-      if (s[state] == c) return state + 1;
-      if (state == 0) return size_t{0};
-      state = prefix[state - 1];
-    }
-  };
-  std::vector<char32_t> distinct = s;
-  std::sort(distinct.begin(), distinct.end());
-  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
-  std::vector<CharRange> others;
-  for (char32_t c : distinct) others.push_back({c, c});
+Grammar TextExcluding(std::string_view stop) { return TextExcluding(std::vector<std::string_view>{stop}); }
 
-  Grammar out;
-  out.classes.push_back(MakeCharClass(others, /*negate=*/true));  // class 0: none of stop's code points
-  for (char32_t c : distinct) out.classes.push_back(CharClass{{c, c}});
-  for (size_t state = 0; state < n; ++state) {
-    Rule r{"text-excluding-" + std::to_string(state), {{}}};  // "" : the text may end here
-    r.alternatives.push_back({Element{Element::Kind::kChars, 0}, Element{Element::Kind::kRule, 0}});
-    for (size_t i = 0; i < distinct.size(); ++i) {
-      size_t to = next(state, distinct[i]);
-      if (to == n) continue;  // would complete stop
-      r.alternatives.push_back({Element{Element::Kind::kChars, static_cast<uint32_t>(i + 1)},
-                                Element{Element::Kind::kRule, static_cast<uint32_t>(to)}});
+Grammar TextExcluding(const std::vector<std::string_view>& stops) {
+  // The Aho-Corasick automaton of the stops: trie nodes, failure links, and `out` for nodes whose
+  // text ends with a stop. The text is in the language while the automaton avoids `out` nodes.
+  std::vector<std::map<char32_t, uint32_t>> next(1);
+  std::vector<bool> out(1, false);
+  std::vector<char32_t> alphabet;
+  for (std::string_view stop : stops) {
+    GrammarBuilder scratch;
+    Sequence lit;
+    scratch.AppendLiteral(stop, &lit);  // decodes (and checks) the UTF-8
+    INFX_CHECK(!lit.empty());
+    uint32_t node = 0;
+    for (Element e : lit) {
+      const char32_t c = scratch.grammar().classes[e.index].front().lo;
+      alphabet.push_back(c);
+      auto it = next[node].find(c);
+      if (it == next[node].end()) {
+        it = next[node].emplace(c, static_cast<uint32_t>(next.size())).first;
+        next.emplace_back();
+        out.push_back(false);
+      }
+      node = it->second;
     }
-    out.rules.push_back(std::move(r));
+    out[node] = true;
   }
-  out.root = 0;
-  return out;
+  std::sort(alphabet.begin(), alphabet.end());
+  alphabet.erase(std::unique(alphabet.begin(), alphabet.end()), alphabet.end());
+  // Breadth-first: complete the transitions (goto through failure links) and propagate `out`.
+  const size_t n = next.size();
+  std::vector<uint32_t> fail(n, 0);
+  std::vector<std::vector<uint32_t>> delta(n, std::vector<uint32_t>(alphabet.size(), 0));
+  std::vector<uint32_t> queue{0};
+  for (size_t qi = 0; qi < queue.size(); ++qi) {
+    const uint32_t u = queue[qi];
+    if (u != 0) out[u] = out[u] || out[fail[u]];
+    for (size_t k = 0; k < alphabet.size(); ++k) {
+      auto it = next[u].find(alphabet[k]);
+      if (it != next[u].end()) {
+        const uint32_t v = it->second;
+        fail[v] = u == 0 ? 0 : delta[fail[u]][k];
+        delta[u][k] = v;
+        queue.push_back(v);
+      } else {
+        delta[u][k] = u == 0 ? 0 : delta[fail[u]][k];
+      }
+    }
+  }
+  // One rule per node that is not `out`, in node order (the root, node 0, is rule 0).
+  std::vector<uint32_t> rule_of(n, 0);
+  uint32_t rules = 0;
+  for (size_t u = 0; u < n; ++u)
+    if (!out[u]) rule_of[u] = rules++;
+  std::vector<CharRange> in_alphabet;
+  for (char32_t c : alphabet) in_alphabet.push_back({c, c});
+  Grammar g;
+  g.classes.push_back(MakeCharClass(in_alphabet, /*negate=*/true));  // class 0: no stop's code point
+  for (char32_t c : alphabet) g.classes.push_back(CharClass{{c, c}});
+  for (size_t u = 0; u < n; ++u) {
+    if (out[u]) continue;
+    Rule r{"text-excluding-" + std::to_string(rule_of[u]), {{}}};  // "": the text may end here
+    r.alternatives.push_back({Element{Element::Kind::kChars, 0}, Element{Element::Kind::kRule, 0}});
+    for (size_t k = 0; k < alphabet.size(); ++k) {
+      const uint32_t v = delta[u][k];
+      if (out[v]) continue;  // would complete a stop
+      r.alternatives.push_back({Element{Element::Kind::kChars, static_cast<uint32_t>(k + 1)},
+                                Element{Element::Kind::kRule, rule_of[v]}});
+    }
+    g.rules.push_back(std::move(r));
+  }
+  g.root = 0;
+  return g;
 }
 
 }  // namespace infernix::grammar

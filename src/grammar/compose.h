@@ -28,10 +28,12 @@ Grammar Optional(const Grammar& g);
 // Zero or more strings of `g`'s language, one after the other (`g` must not accept the empty string).
 Grammar ZeroOrMore(const Grammar& g);
 
-// Every string (any code points, the empty string included) that does not contain `stop` (non-empty
-// UTF-8). Built from the KMP automaton of `stop`: one rule per matched prefix length, so a matcher
-// tracks how much of `stop` the text ends with. When `stop` has no border (no proper prefix that is
-// also a suffix, true of tags like `</parameter>`), text + stop contains stop only at its end.
+// Every string (any code points, the empty string included) that contains none of `stops` (each
+// non-empty UTF-8). Built from the Aho-Corasick automaton of the stops: one rule per trie node that
+// does not end a stop, so a matcher tracks which stop prefixes the text ends with. When a stop has
+// no border (no proper prefix that is also a suffix, true of tags like `</parameter>`), text + stop
+// contains that stop only at its end.
+Grammar TextExcluding(const std::vector<std::string_view>& stops);
 Grammar TextExcluding(std::string_view stop);
 
 }  // namespace infernix::grammar

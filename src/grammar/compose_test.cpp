@@ -57,6 +57,10 @@ TEST(Compose, TextExcludingRefusesExactlyTheStop) {
   Grammar b = TextExcluding("aab");
   for (const char* ok : {"aa", "aaa", "aba", "abab"}) EXPECT_TRUE(Matches(b, ok)) << ok;
   for (const char* bad : {"aab", "aaab", "xaaab", "abaab"}) EXPECT_FALSE(Matches(b, bad)) << bad;
+  // Several stops, one a suffix of a prefix of the other.
+  Grammar two = TextExcluding(std::vector<std::string_view>{"</p>", "/f>"});
+  for (const char* ok : {"", "</", "</f", "/f", "a</q>", "<//p"}) EXPECT_TRUE(Matches(two, ok)) << ok;
+  for (const char* bad : {"</p>", "/f>", "</f>", "x/f>y", "<</p>"}) EXPECT_FALSE(Matches(two, bad)) << bad;
   // Followed by the stop: the stop can only be the end.
   Grammar closed = Concat({TextExcluding("</p>"), Literal("</p>")});
   EXPECT_TRUE(Matches(closed, "a<b</p>"));

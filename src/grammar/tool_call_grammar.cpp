@@ -14,6 +14,7 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 constexpr std::string_view kParameterClose = "</parameter>";
+constexpr std::string_view kFunctionClose = "</function>";
 
 // The JSON type names a schema admits: `type` (a name or a list) or its anyOf/oneOf alternatives'.
 std::vector<std::string> TypesOf(const Json& schema) {
@@ -38,8 +39,9 @@ bool Contains(const std::vector<std::string>& v, std::string_view s) {
   return std::find(v.begin(), v.end(), s) != v.end();
 }
 
-// Free text as the parser reads a string parameter back: anything but `</parameter>`.
-Grammar FreeText() { return TextExcluding(kParameterClose); }
+// Free text the parser reads back whole as a string parameter: the parser ends a value at
+// `</parameter>` (followed by a tag) or at `</function>` (followed by `</tool_call>`), so neither occurs.
+Grammar FreeText() { return TextExcluding(std::vector<std::string_view>{kParameterClose, kFunctionClose}); }
 
 // Raw choices for enum/const: nullopt when absent; throws when some value is not a string.
 std::optional<Grammar> StringChoices(const Json& schema) {
@@ -57,8 +59,8 @@ std::optional<Grammar> StringChoices(const Json& schema) {
     return std::nullopt;
   }
   for (const auto& v : values)
-    if (v.find(kParameterClose) != std::string::npos)
-      ThrowError(ErrorCode::kInvalidArgument, "/enum: a value contains </parameter>");
+    if (v.find(kParameterClose) != std::string::npos || v.find(kFunctionClose) != std::string::npos)
+      ThrowError(ErrorCode::kInvalidArgument, "/enum: a value contains </parameter> or </function>");
   return ChoicesGrammar(values);
 }
 
@@ -91,8 +93,11 @@ Grammar StringValue(const Json& schema) {
 }
 
 bool IsStrict(const Json& tool) {
-  const Json& fn = tool.contains("function") ? tool["function"] : tool;
-  return fn.value("strict", false) || tool.value("strict", false);
+  auto flag = [](const Json& j) {
+    auto it = j.find("strict");
+    return it != j.end() && it->is_boolean() && it->get<bool>();
+  };
+  return flag(tool) || (tool.contains("function") && tool["function"].is_object() && flag(tool["function"]));
 }
 
 Grammar XmlArguments(const Json& params) {

@@ -9,6 +9,8 @@
 #include "base/error.h"
 #include "chat/output/output_parser.h"
 #include "grammar/matcher.h"
+#include "grammar/test_vocab.h"
+#include "grammar/token_matcher.h"
 
 namespace infernix::grammar {
 namespace {
@@ -57,6 +59,8 @@ TEST(XmlToolCallGrammar, AcceptsCallsInTheTemplatesForm) {
       "</parameter>\n</function>\n</tool_call>",
       "write_file>\n<parameter=path>\na</parameter>b\n</parameter>\n<parameter=lines>\n1\n</parameter>\n</function>\n</tool_call>",
       "write_file>\n<parameter=path>\na\n</parameter>\n<parameter=lines>\n1\n</parameter>\n</function>\n",
+      "write_file>\n<parameter=path>\na</function>\n</tool_call>\n</parameter>\n<parameter=lines>\n1\n</parameter>\n"
+      "</function>\n</tool_call>",
       "other>\n</function>\n</tool_call>",
   };
   for (const char* s : bad) EXPECT_FALSE(Matches(g, Call(s))) << s;
@@ -119,6 +123,33 @@ TEST(XmlToolCallGrammar, ParameterValues) {
   EXPECT_FALSE(Matches(boolean, "False"));
   EXPECT_THROW(XmlParameterValueGrammar(Json::parse(R"({"$ref": "#/$defs/pt"})"), root), Error);
   EXPECT_THROW(XmlParameterValueGrammar(Json::parse(R"({"enum": [1, 2]})"), root), Error);
+}
+
+// Token-wise over the real Qwen3 vocabulary: the tokenizer's own tokens of accepted calls are each
+// allowed by the mask (</tool_call> included, one token), and the end allows EOS.
+TEST(ToolCallGrammar, TokenWiseOverTheRealVocabulary) {
+  using testing::kImEnd;
+  const std::pair<ToolCallSyntax, std::string> calls[] = {
+      {ToolCallSyntax::kXml,
+       "<function=write_file>\n<parameter=path>\nsrc/main.cpp\n</parameter>\n<parameter=lines>\n42\n</parameter>\n"
+       "<parameter=opts>\n{\"sync\": true}\n</parameter>\n</function>\n</tool_call>"},
+      {ToolCallSyntax::kJson, "{\"name\": \"write_file\", \"arguments\": {\"path\": \"a b\", \"lines\": 7}}\n</tool_call>"},
+  };
+  for (const auto& [syntax, text] : calls) {
+    SCOPED_TRACE(text);
+    TokenMatcher m(std::make_shared<const CompiledGrammar>(ToolCallGrammar(kTools, syntax)), testing::Vocab(), {kImEnd});
+    std::vector<uint32_t> mask(m.mask_words());
+    const std::vector<int32_t> ids = testing::Qwen().Encode(text);
+    EXPECT_NE(std::find(ids.begin(), ids.end(), 151658), ids.end());  // </tool_call> as its own token
+    for (int32_t id : ids) {
+      m.FillNextTokenBitmask(mask);
+      ASSERT_TRUE((mask[static_cast<size_t>(id) >> 5] >> (id & 31)) & 1) << "token " << id;
+      ASSERT_TRUE(m.AcceptToken(id));
+    }
+    m.FillNextTokenBitmask(mask);
+    EXPECT_TRUE((mask[kImEnd >> 5] >> (kImEnd & 31)) & 1);
+    EXPECT_TRUE(m.IsComplete());
+  }
 }
 
 TEST(JsonToolCallGrammar, NameAndArguments) {

@@ -33,7 +33,10 @@ void ConstrainToolCalls(ModelService& service, ChatInput& input, GenerationReque
   if (request.grammar || input.tools.is_null() || input.tools.empty()) return;
   const bool forced = input.tool_choice == ToolChoiceMode::kRequired || input.tool_choice == ToolChoiceMode::kNamed;
   bool any_strict = false;
-  for (const auto& t : input.tools) any_strict = any_strict || t["function"].value("strict", false);
+  for (const auto& t : input.tools) {
+    auto it = t["function"].find("strict");
+    any_strict = any_strict || (it != t["function"].end() && it->is_boolean() && it->get<bool>());
+  }
   if (!forced && !(input.tool_choice == ToolChoiceMode::kAuto && any_strict)) return;
   try {
     if (forced) {

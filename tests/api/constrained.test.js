@@ -127,6 +127,10 @@ test('strict tools under tool_choice auto: a call the model opens is constrained
       assertValid(assert, c.function.name === 'get_time' ? timeParams : weatherParams, args);
     }
   }
+  // strict: null is "not given" (not an error).
+  const nullStrict = await openai.chat.completions.create({ model: modelName, messages, max_tokens: 2,
+    tools: [{ type: 'function', function: { name: 'get_time', strict: null, parameters: timeParams } }] });
+  assert.equal(nullStrict.choices.length, 1);
   // Without strict the same request is noise: no call parses.
   const loose = tools.map((t) => ({ ...t, function: { ...t.function, strict: false } }));
   const r = await openai.chat.completions.create({ model: modelName, messages, tools: loose, tool_choice: 'auto',

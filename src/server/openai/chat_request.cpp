@@ -137,6 +137,7 @@ void ParseOpenAiTools(const JsonReader& body, ChatInput& input) {
       JsonReader f(t["function"], p + ".function");
       f.RequiredString("name");
       if (f.Has("parameters") && !f.Get("parameters").is_object()) f.Fail("parameters", "a JSON Schema object");
+      f.Bool("strict");  // a boolean, if given
       out.push_back(t);
     }
     if (!out.empty()) input.tools = std::move(out);
