@@ -111,8 +111,9 @@ const nlohmann::ordered_json& AlarmTools() {
     "strict": true, "parameters": {"type": "object", "properties": {
       "hour": {"type": "integer", "minimum": 0, "maximum": 23}, "loud": {"type": "boolean"},
       "mode": {"enum": ["beep", "ring"]}, "label": {"type": "string", "maxLength": 6},
-      "at": {"type": "object", "properties": {"d": {"type": "integer", "minimum": 1, "maximum": 31}}, "required": ["d"],
-             "additionalProperties": false}},
+      "at": {"$ref": "#/$defs/day"}},
+    "$defs": {"day": {"type": "object", "properties": {"d": {"type": "integer", "minimum": 1, "maximum": 31}},
+                      "required": ["d"], "additionalProperties": false}},
     "required": ["hour", "loud"], "additionalProperties": false}}}])");
   return tools;
 }

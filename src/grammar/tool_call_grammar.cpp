@@ -136,9 +136,27 @@ Grammar XmlArguments(const Json& params) {
   return Concat(parts);
 }
 
+// Follows a parameter schema's local `$ref` (without a sibling `type`) within the parameters, as the
+// output parser does (ParameterTypes); the schema itself when there is none.
+const Json& Dereference(const Json& schema, const Json& root) {
+  const Json* at = &schema;
+  for (int depth = 0; depth < 5 && at->is_object() && at->contains("$ref") && !at->contains("type"); ++depth) {
+    const Json& ref = (*at)["$ref"];
+    if (!ref.is_string() || ref.get<std::string>().rfind('#', 0) != 0)
+      ThrowError(ErrorCode::kInvalidArgument, "/$ref: only local references (#/...) are supported");
+    try {
+      at = &root.at(Json::json_pointer(ref.get<std::string>().substr(1)));
+    } catch (const Json::exception&) {
+      ThrowError(ErrorCode::kInvalidArgument, "/$ref: '{}' does not resolve within the parameters", ref.get<std::string>());
+    }
+  }
+  return *at;
+}
+
 }  // namespace
 
-Grammar XmlParameterValueGrammar(const Json& schema, const Json& root) {
+Grammar XmlParameterValueGrammar(const Json& param_schema, const Json& root) {
+  const Json& schema = Dereference(param_schema, root);
   if (schema.is_boolean() && schema.get<bool>()) return FreeText();
   if (!schema.is_object()) ThrowError(ErrorCode::kInvalidArgument, ": expected a schema object");
   const std::vector<std::string> types = TypesOf(schema);

@@ -29,9 +29,10 @@ Grammar ToolCallGrammar(const nlohmann::ordered_json& tools, ToolCallSyntax synt
 //   - a type admitting strings: free text without `</parameter>` (with minLength/maxLength: that
 //     many characters, no newline; with pattern: the pattern, unanchored sides as in JSON Schema);
 //   - other types (number, integer, boolean, null, object, array, their anyOf): the JSON value;
-//   - no type at all and no other keyword: free text.
+//   - no type at all and no other keyword: free text;
+//   - a `$ref` without a sibling `type`: the schema it points to within `root` (as the parser reads it).
 // Throws Error(kInvalidArgument) when the parser could not read the value back as the schema says
-// (format, $ref without a type, non-string enums without a type, ...).
+// (format, unresolvable $ref, non-string enums without a type, ...).
 Grammar XmlParameterValueGrammar(const nlohmann::ordered_json& schema, const nlohmann::ordered_json& root);
 
 }  // namespace infernix::grammar

@@ -121,7 +121,11 @@ TEST(XmlToolCallGrammar, ParameterValues) {
   Grammar boolean = XmlParameterValueGrammar(Json::parse(R"({"type": "boolean"})"), root);
   EXPECT_TRUE(Matches(boolean, "false"));
   EXPECT_FALSE(Matches(boolean, "False"));
-  EXPECT_THROW(XmlParameterValueGrammar(Json::parse(R"({"$ref": "#/$defs/pt"})"), root), Error);
+  Grammar bare_ref = XmlParameterValueGrammar(Json::parse(R"({"$ref": "#/$defs/pt"})"), root);
+  EXPECT_TRUE(Matches(bare_ref, "{\"x\": -2}"));
+  EXPECT_FALSE(Matches(bare_ref, "{}"));
+  EXPECT_THROW(XmlParameterValueGrammar(Json::parse(R"({"$ref": "#/$defs/none"})"), root), Error);
+  EXPECT_THROW(XmlParameterValueGrammar(Json::parse(R"({"$ref": "other.json#/x"})"), root), Error);
   EXPECT_THROW(XmlParameterValueGrammar(Json::parse(R"({"enum": [1, 2]})"), root), Error);
 }
 

@@ -223,8 +223,8 @@ bool ToolCallParser::StepXmlName() {
     return true;
   }
   StartCall(std::string(name));
-  const Json* properties = FindToolProperties(options_.tools, name);
-  properties_ = properties ? *properties : Json();
+  const Json* parameters = FindToolParameters(options_.tools, name);
+  parameters_ = parameters ? *parameters : Json();
   arguments_open_ = false;
   after_stray_ = false;
   hold_ = kNone;
@@ -377,7 +377,10 @@ void ToolCallParser::EmitArguments(std::string_view fragment) {
 }
 
 void ToolCallParser::StartParameter(std::string_view name) {
-  param_types_ = ParameterTypes(properties_.is_null() ? nullptr : &properties_, name);
+  const Json* properties = nullptr;
+  if (auto it = parameters_.find("properties"); parameters_.is_object() && it != parameters_.end() && it->is_object())
+    properties = &*it;
+  param_types_ = ParameterTypes(properties, name, &parameters_);
   std::string fragment = arguments_open_ ? ",\"" : "{\"";
   arguments_open_ = true;
   output::AppendJsonEscaped(name, &fragment);

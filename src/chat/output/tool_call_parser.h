@@ -104,7 +104,7 @@ class ToolCallParser {
   // XML form.
   int index_ = -1;  // of the call being emitted
   int calls_ = 0;
-  nlohmann::ordered_json properties_;  // the schema properties of the call's function, or null
+  nlohmann::ordered_json parameters_;  // the parameters schema of the call's function, or null
   bool arguments_open_ = false;
   bool after_stray_ = false;    // the last thing read in the call was stray text
   unsigned param_types_ = 0;

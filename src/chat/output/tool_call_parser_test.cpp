@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "chat/output/output_parser.h"
 #include "chat/output/tool_schema.h"
 
 namespace infernix {
@@ -24,6 +25,29 @@ TEST(ToolSchema, FindsPropertiesInEveryToolShape) {
   EXPECT_EQ(FindToolProperties(tools, "nope"), nullptr);
   EXPECT_EQ(FindToolProperties(Json(), "a"), nullptr);
   EXPECT_EQ(FindToolProperties(Json::parse(R"({"a": 1})"), "a"), nullptr);
+}
+
+TEST(ToolSchema, FollowsLocalRefsWithinTheParameters) {
+  Json tools = Json::parse(R"([{"name": "f", "parameters": {"type": "object",
+    "$defs": {"pt": {"type": "object"}, "alias": {"$ref": "#/$defs/pt"}, "loop": {"$ref": "#/$defs/loop"}},
+    "properties": {"p": {"$ref": "#/$defs/pt"}, "q": {"$ref": "#/$defs/alias"}, "r": {"$ref": "#/$defs/none"},
+                   "s": {"anyOf": [{"$ref": "#/$defs/pt"}, {"type": "null"}]}, "t": {"$ref": "#/$defs/loop"}}}}])");
+  const Json* params = FindToolParameters(tools, "f");
+  ASSERT_NE(params, nullptr);
+  const Json* props = FindToolProperties(tools, "f");
+  EXPECT_EQ(ParameterTypes(props, "p", params), kParamObject);
+  EXPECT_EQ(ParameterTypes(props, "q", params), kParamObject);
+  EXPECT_EQ(ParameterTypes(props, "r", params), 0u);
+  EXPECT_EQ(ParameterTypes(props, "s", params), kParamObject | kParamNull);
+  EXPECT_EQ(ParameterTypes(props, "t", params), 0u);  // a cycle ends at the depth limit
+  EXPECT_EQ(ParameterTypes(props, "p"), 0u);  // without the root, refs are unknown
+  // The parser converts a $ref'd object parameter as an object.
+  OutputParserOptions options;
+  options.tools = tools;
+  ParsedOutput out = ParseOutput("<tool_call>\n<function=f>\n<parameter=p>\n{\"x\": 1}\n</parameter>\n</function>\n</tool_call>",
+                                 options);
+  ASSERT_EQ(out.tool_calls.size(), 1u);
+  EXPECT_EQ(out.tool_calls[0].arguments, R"({"p":{"x":1}})");
 }
 
 TEST(ToolSchema, ConvertsValuesByType) {

@@ -34,8 +34,23 @@ unsigned TypeBit(std::string_view name) {
   return 0;
 }
 
-unsigned SchemaTypes(const Json& schema, int depth) {
+// A local "$ref" ("#" or "#/a/b", JSON pointer escapes ~0 ~1) resolved within root, or nullptr.
+const Json* Resolve(const Json* root, const Json& ref) {
+  if (root == nullptr || !ref.is_string()) return nullptr;
+  const std::string& text = ref.get_ref<const std::string&>();
+  if (text.empty() || text[0] != '#') return nullptr;
+  try {
+    const Json& target = root->at(Json::json_pointer(text.substr(1)));
+    return &target;
+  } catch (const Json::exception&) {
+    return nullptr;
+  }
+}
+
+unsigned SchemaTypes(const Json& schema, int depth, const Json* root) {
   if (!schema.is_object() || depth > 4) return 0;
+  if (const Json* ref = Member(schema, "$ref"); ref && !Member(schema, "type"))
+    if (const Json* target = Resolve(root, *ref)) return SchemaTypes(*target, depth + 1, root);
   unsigned types = 0;
   if (const Json* type = Member(schema, "type")) {
     if (type->is_string()) types |= TypeBit(type->get_ref<const std::string&>());
@@ -45,7 +60,7 @@ unsigned SchemaTypes(const Json& schema, int depth) {
   }
   for (const char* key : {"anyOf", "oneOf"})
     if (const Json* options = Member(schema, key); options && options->is_array())
-      for (const Json& option : *options) types |= SchemaTypes(option, depth + 1);
+      for (const Json& option : *options) types |= SchemaTypes(option, depth + 1, root);
   return types;
 }
 
@@ -57,7 +72,7 @@ std::string_view Trim(std::string_view text) {
 
 }  // namespace
 
-const Json* FindToolProperties(const Json& tools, std::string_view function) {
+const Json* FindToolParameters(const Json& tools, std::string_view function) {
   if (!tools.is_array()) return nullptr;
   for (const Json& tool : tools) {
     const Json* def = Member(tool, "function");
@@ -66,15 +81,20 @@ const Json* FindToolProperties(const Json& tools, std::string_view function) {
     if (!name || !name->is_string() || name->get_ref<const std::string&>() != function) continue;
     const Json* parameters = Member(*def, "parameters");
     if (!parameters) parameters = Member(*def, "input_schema");
-    const Json* properties = parameters ? Member(*parameters, "properties") : nullptr;
-    return properties && properties->is_object() ? properties : nullptr;
+    return parameters && parameters->is_object() ? parameters : nullptr;
   }
   return nullptr;
 }
 
-unsigned ParameterTypes(const Json* properties, std::string_view name) {
+const Json* FindToolProperties(const Json& tools, std::string_view function) {
+  const Json* parameters = FindToolParameters(tools, function);
+  const Json* properties = parameters ? Member(*parameters, "properties") : nullptr;
+  return properties && properties->is_object() ? properties : nullptr;
+}
+
+unsigned ParameterTypes(const Json* properties, std::string_view name, const Json* root) {
   const Json* schema = properties ? Member(*properties, name) : nullptr;
-  return schema ? SchemaTypes(*schema, 0) : 0;
+  return schema ? SchemaTypes(*schema, 0, root) : 0;
 }
 
 std::string ConvertParameterValue(std::string_view raw, unsigned types) {

@@ -26,9 +26,14 @@ enum ParameterType : unsigned {
 // ({name, input_schema}).
 const nlohmann::ordered_json* FindToolProperties(const nlohmann::ordered_json& tools, std::string_view function);
 
+// The named function's parameters schema (`parameters` or `input_schema`), or nullptr.
+const nlohmann::ordered_json* FindToolParameters(const nlohmann::ordered_json& tools, std::string_view function);
+
 // The types the schema of parameter `name` declares ("type" as a string or a list, and the types of
-// "anyOf"/"oneOf" alternatives); 0 when the parameter or its type is unknown.
-unsigned ParameterTypes(const nlohmann::ordered_json* properties, std::string_view name);
+// "anyOf"/"oneOf" alternatives; a local "$ref" like "#/$defs/x" is followed within `root`, the
+// parameters schema, when given); 0 when the parameter or its type is unknown.
+unsigned ParameterTypes(const nlohmann::ordered_json* properties, std::string_view name,
+                        const nlohmann::ordered_json* root = nullptr);
 
 // Whether a value of these types is a JSON string whatever its text (string, or nothing known), so it
 // can be streamed before it is complete.
