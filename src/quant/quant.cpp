@@ -25,16 +25,6 @@ inline float HalfToFloat(uint16_t h) {
   return std::bit_cast<float>(o | (static_cast<uint32_t>(h & 0x8000u) << 16));
 }
 
-// All 256 E4M3 values, made once (immutable afterwards).
-const std::array<float, 256>& E4M3Table() {
-  static const std::array<float, 256> table = [] {
-    std::array<float, 256> t{};
-    for (int i = 0; i < 256; ++i) t[static_cast<size_t>(i)] = F8E4M3ToF32(static_cast<uint8_t>(i));
-    return t;
-  }();
-  return table;
-}
-
 }  // namespace
 
 void DequantizeRow(DType type, const void* src, float* out, int64_t n) {
@@ -55,7 +45,7 @@ void DequantizeRow(DType type, const void* src, float* out, int64_t n) {
       return;
     }
     case DType::kF8E4M3: {
-      const std::array<float, 256>& table = E4M3Table();
+      const std::array<float, 256>& table = quant::E4M3Table();
       for (int64_t i = 0; i < n; ++i) out[i] = table[bytes[i]];
       return;
     }
@@ -71,6 +61,7 @@ void DequantizeRow(DType type, const void* src, float* out, int64_t n) {
     case DType::kQ6_K: quant::DequantizeQ6_K(bytes, out, n_blocks); return;
     case DType::kIQ4_NL: quant::DequantizeIQ4_NL(bytes, out, n_blocks); return;
     case DType::kIQ4_XS: quant::DequantizeIQ4_XS(bytes, out, n_blocks); return;
+    case DType::kF8E4M3B128: quant::DequantizeF8E4M3B128(bytes, out, n_blocks); return;
     case DType::kI32:
     case DType::kI64: break;
   }

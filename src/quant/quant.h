@@ -16,7 +16,7 @@ namespace infernix {
 // Decodes `n` consecutive elements of type `type` starting at `src` (a row of packed blocks, or of
 // plain elements) into `out[0, n)` as float32. `n` must be a multiple of DTypeBlockSize(type)
 // (checked). Handles F32, F16, BF16, F8E4M3 (raw values: FP8 block scales are applied by the caller)
-// and every block type. The operations and their order follow ggml's reference dequantizers, so the
+// and every block type (F8E4M3B128 carries its scales). The operations and their order follow ggml's reference dequantizers, so the
 // result equals llama.cpp's bit for bit. Pure function: safe to call from any thread.
 void DequantizeRow(DType type, const void* src, float* out, int64_t n);
 
@@ -123,6 +123,17 @@ static_assert(sizeof(BlockQ4_0) == 18 && sizeof(BlockQ4_1) == 20 && sizeof(Block
 static_assert(sizeof(BlockQ2_K) == 84 && sizeof(BlockQ3_K) == 110 && sizeof(BlockQ4_K) == 144 &&
               sizeof(BlockQ5_K) == 176 && sizeof(BlockQ6_K) == 210 && sizeof(BlockIQ4_XS) == 136);
 
+// ---- FP8 with inline scales: an FP8 checkpoint's weight and its weight_scale_inv, repacked ----
+
+// x = d * E4M3(qs[j]) (one float multiply, d times the exact E4M3 value: the same float as
+// transformers' fp8.to(float32) * scale_inv). Blocks of 128 consecutive elements of a row; d is the
+// weight_scale_inv entry of the 128x128 checkpoint block the 128 elements lie in (as f32).
+struct BlockF8E4M3B128 {
+  float d;
+  uint8_t qs[128];
+};
+static_assert(sizeof(BlockF8E4M3B128) == 132);
+
 // The block struct of each block type, for code generic over types.
 template <DType T> struct BlockOf;
 template <> struct BlockOf<DType::kQ4_0> { using type = BlockQ4_0; };
@@ -137,6 +148,7 @@ template <> struct BlockOf<DType::kQ5_K> { using type = BlockQ5_K; };
 template <> struct BlockOf<DType::kQ6_K> { using type = BlockQ6_K; };
 template <> struct BlockOf<DType::kIQ4_NL> { using type = BlockIQ4_NL; };
 template <> struct BlockOf<DType::kIQ4_XS> { using type = BlockIQ4_XS; };
+template <> struct BlockOf<DType::kF8E4M3B128> { using type = BlockF8E4M3B128; };
 
 // Scale and min j (0..7) of a Q4_K / Q5_K super-block, 6 bits each, from its 12 packed bytes: for
 // j < 4 the low 6 bits of bytes j (scale) and j+4 (min); for j >= 4 the nibbles of byte j+4 (low:

@@ -2,6 +2,7 @@
 // `src` into `out` (n_blocks * block size floats). Internal to src/quant.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <cstring>
 
@@ -29,5 +30,9 @@ void DequantizeQ5_K(const uint8_t* src, float* out, int64_t n_blocks);
 void DequantizeQ6_K(const uint8_t* src, float* out, int64_t n_blocks);
 void DequantizeIQ4_NL(const uint8_t* src, float* out, int64_t n_blocks);
 void DequantizeIQ4_XS(const uint8_t* src, float* out, int64_t n_blocks);
+void DequantizeF8E4M3B128(const uint8_t* src, float* out, int64_t n_blocks);
+
+// All 256 E4M3 values (F8E4M3ToF32), made once; immutable afterwards, so safe from any thread.
+const std::array<float, 256>& E4M3Table();
 
 }  // namespace infernix::quant

@@ -30,6 +30,15 @@ HostBuffer RandomQuantBlocks(DType type, int64_t rows, int64_t k, uint64_t seed,
     uint64_t r = Mix(seed * 0x100000001b3ull + i);
     std::memcpy(bytes + i, &r, std::min<size_t>(8, total - i));
   }
+  if (type == DType::kF8E4M3B128) {  // f32 scales; E4M3 bytes without NaN (0x7f, 0xff)
+    for (size_t b = 0; b < total; b += block) {
+      float d = scale / 448 * (0.5f + static_cast<float>(Mix(seed + b) >> 40) / 33554432.0f);
+      std::memcpy(bytes + b, &d, 4);
+      for (size_t j = 4; j < block; ++j)
+        if ((bytes[b + j] & 0x7f) == 0x7f) bytes[b + j] &= 0xfe;
+    }
+    return buffer;
+  }
   // Scale fields: (offset of the f16 scale, offset of an f16 min or -1, value of the scale).
   int d_at = 0, min_at = -1;
   float d = scale;

@@ -35,6 +35,7 @@ int64_t DTypeBlockSize(DType dtype) {
     case DType::kQ5_K:
     case DType::kQ6_K:
     case DType::kIQ4_XS: return 256;
+    case DType::kF8E4M3B128: return 128;
     default: return 1;
   }
 }
@@ -53,6 +54,7 @@ size_t DTypeBlockBytes(DType dtype) {
     case DType::kQ5_K: return 176;   // f16 d, dmin + 12 scales + 32 high bits + 128 quants
     case DType::kQ6_K: return 210;   // 128 low bits + 64 high bits + 16 int8 scales + f16 d
     case DType::kIQ4_XS: return 136; // f16 d + u16 scales_h + 4 scales_l + 128 indices
+    case DType::kF8E4M3B128: return 132;  // f32 scale + 128 E4M3 bytes
     default: return DTypeSize(dtype);
   }
 }
@@ -95,6 +97,7 @@ std::string_view DTypeName(DType dtype) {
     case DType::kQ6_K: return "q6_k";
     case DType::kIQ4_NL: return "iq4_nl";
     case DType::kIQ4_XS: return "iq4_xs";
+    case DType::kF8E4M3B128: return "f8_e4m3_b128";
   }
   return "?";
 }

@@ -9,15 +9,19 @@
 namespace infernix {
 
 // Plain element types, then FP8 (E4M3, one byte per element; its scales live in a separate tensor), then
-// the block-quantized formats of GGUF files. A block type packs DTypeBlockSize elements into
-// DTypeBlockBytes bytes; the last dimension of such a tensor is a multiple of the block size, so that
-// every row starts on a block. src/quant/ holds the formats' definitions and decoders.
+// the block-quantized formats of GGUF files, then FP8 with its scales inline (kF8E4M3B128: what an FP8
+// checkpoint's weight and weight_scale_inv are repacked into at load). A block type packs
+// DTypeBlockSize elements into DTypeBlockBytes bytes; the last dimension of such a tensor is a multiple
+// of the block size, so that every row starts on a block. src/quant/ holds the formats' definitions and
+// decoders. The values are fixed (the CUDA code depends on them): new types go at the end, and every
+// type from kQ4_0 on is a block type.
 enum class DType : uint8_t {
   kF32, kF16, kBF16, kI32, kI64,
   kF8E4M3,
   kQ4_0, kQ4_1, kQ5_0, kQ5_1, kQ8_0,
   kQ2_K, kQ3_K, kQ4_K, kQ5_K, kQ6_K,
   kIQ4_NL, kIQ4_XS,
+  kF8E4M3B128,  // blocks of 128 consecutive elements of a row: f32 scale, 128 E4M3 bytes (132 bytes)
 };
 
 // Bytes per element: plain types and FP8 only (a check fails for block types: use RowBytes).
