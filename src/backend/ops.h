@@ -84,6 +84,14 @@ struct ExpertWeights {
   std::vector<Tensor> gate, up, down;
 };
 
+// Which key head a Gated DeltaNet value head reads (nv value heads over nk key heads, r = nv / nk).
+// kGrouped: the value heads of key head 0 come first, then those of key head 1, ...: value head h uses
+//   key head h / r (the Hugging Face layout).
+// kTiled: [key 0 value 0, key 1 value 0, ..., key 0 value 1, key 1 value 1, ...]: value head h uses key
+//   head h % nk (llama.cpp's qwen35 / qwen35moe GGUF files, whose converter reorders the value heads).
+// Both are the same when nk == nv.
+enum class GdnHeadMapping { kGrouped, kTiled };
+
 // Thread-safety: a backend, its scratch memory and the states it made are used by one thread at a
 // time (the engine thread that owns the model); run independent models on independent backends.
 class Backend {
@@ -141,10 +149,12 @@ class Backend {
                         Tensor beta) = 0;
   // The gated delta rule, recurrent form, continuing from the slot's state S [nv, dk, dv] (f32, zero for
   // a new sequence), which it updates. q, k [n, nk, dk]; v, out [n, nv, dv]; g, beta [n, nv].
-  // Value head h uses key head h / (nv / nk). Per token: q, k are L2-normalised (x / sqrt(sum x^2 + 1e-6)),
+  // Value head h uses key head h / (nv / nk) (kGrouped) or h % nk (kTiled); S, v, g, beta and out are
+  // indexed by value head in the same order. Per token: q, k are L2-normalised (x / sqrt(sum x^2 + 1e-6)),
   // q scaled by 1/sqrt(dk); S = S * exp(g); S += k (x) (beta * (v - S^T k)); out = S^T q.
   virtual void GatedDeltaRule(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& g, const Tensor& beta,
-                              SequenceState& state, int layer, const BatchLayout& layout, Tensor out) = 0;
+                              GdnHeadMapping mapping, SequenceState& state, int layer, const BatchLayout& layout,
+                              Tensor out) = 0;
   // Per row r of x, z [rows, d]: out[r] = x[r] / sqrt(mean(x[r]^2) + eps) * w * silu(z[r]).
   virtual void GatedRmsNorm(const Tensor& x, const Tensor& z, const Tensor& weight, float eps, Tensor out) = 0;
   // Router: p = softmax(logits[r]) in f32; the top_k largest (ties to the lower expert id), in

@@ -69,6 +69,11 @@ struct ModelConfig {
   int linear_key_head_dim = 0;
   int linear_value_head_dim = 0;
   int linear_conv_kernel_dim = 0;
+  // Order of the value heads in every per-value-head weight (in_proj_qkv's v rows, in_proj_z/b/a,
+  // A_log, dt_bias, conv1d's v channels, out_proj's columns). false: grouped by key head (Hugging Face;
+  // value head h uses key head h / (nv / nk)); true: tiled (llama.cpp's qwen35 GGUF files; value head h
+  // uses key head h % nk). See backend/ops.h GdnHeadMapping.
+  bool linear_value_heads_tiled = false;
 
   // Qwen3-Next / 3.5 conventions.
   bool zero_centered_norm = false;  // RMSNorm scales by (1 + w)

@@ -107,7 +107,8 @@ Tensor RunGatedDeltaNet(LayerContext& ctx, const GatedDeltaNetWeights& w, int li
   Tensor beta = NewF32(ctx, {n, nv});
   be.GdnGates(a, b, w.a_log, w.dt_bias, g, beta);
   Tensor core = NewAct(ctx, {n, nv, dv});
-  be.GatedDeltaRule(q, k, v, g, beta, ctx.state, linear_layer, ctx.layout, core);
+  GdnHeadMapping mapping = c.linear_value_heads_tiled ? GdnHeadMapping::kTiled : GdnHeadMapping::kGrouped;
+  be.GatedDeltaRule(q, k, v, g, beta, mapping, ctx.state, linear_layer, ctx.layout, core);
   Tensor normed = NewAct(ctx, {n * nv, dv});
   be.GatedRmsNorm(core.Reshaped({n * nv, dv}), z.Reshaped({n * nv, dv}), w.norm, static_cast<float>(c.rms_norm_eps),
                   normed);

@@ -57,14 +57,15 @@ void CpuBackend::GdnGates(const Tensor& a, const Tensor& b, const Tensor& a_log,
 }
 
 void CpuBackend::GatedDeltaRule(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& g,
-                                const Tensor& beta, SequenceState& state, int layer, const BatchLayout& layout,
-                                Tensor out) {
+                                const Tensor& beta, GdnHeadMapping mapping, SequenceState& state, int layer,
+                                const BatchLayout& layout, Tensor out) {
   auto& st = static_cast<CpuState&>(state);
   const StateSpec& spec = st.spec();
   int64_t nk = q.dim(1), dk = q.dim(2), nv = v.dim(1), dv = v.dim(2);
   INFX_CHECK(nk == spec.n_k_heads && nv == spec.n_v_heads && dk == spec.k_head_dim && dv == spec.v_head_dim);
   INFX_CHECK(nv % nk == 0 && out.numel() == v.numel());
   int64_t ratio = nv / nk;
+  bool tiled = mapping == GdnHeadMapping::kTiled;
   float q_scale = 1.0f / std::sqrt(static_cast<float>(dk));
   // Parallel over (sequence, value head): each owns its state matrix.
   size_t tasks = layout.seqs.size() * static_cast<size_t>(nv);
@@ -72,7 +73,7 @@ void CpuBackend::GatedDeltaRule(const Tensor& q, const Tensor& k, const Tensor& 
     std::vector<float> qn(static_cast<size_t>(dk)), kn(static_cast<size_t>(dk)), delta(static_cast<size_t>(dv));
     for (size_t task = b; task < e; ++task) {
       const BatchSeq& seq = layout.seqs[task / static_cast<size_t>(nv)];
-      int64_t h = static_cast<int64_t>(task % static_cast<size_t>(nv)), kh = h / ratio;
+      int64_t h = static_cast<int64_t>(task % static_cast<size_t>(nv)), kh = tiled ? h % nk : h / ratio;
       float* s = st.Recurrent(layer, seq.slot) + h * dk * dv;  // [dk, dv]
       for (int64_t i = 0; i < seq.n_tokens; ++i) {
         int64_t t = seq.token_begin + i;

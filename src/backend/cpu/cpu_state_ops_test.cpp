@@ -420,12 +420,13 @@ GdnInput MakeGdnInput(int64_t n, int64_t nk, int64_t nv, int64_t dk, int64_t dv,
 
 // Straightforward recurrence in double over tokens [begin, begin + count) of `in`, continuing `state`
 // ([nv, dk, dv], updated). Returns out [count, nv, dv].
-std::vector<double> RefGdn(const GdnInput& in, int64_t begin, int64_t count, std::vector<double>& state) {
+std::vector<double> RefGdn(const GdnInput& in, int64_t begin, int64_t count, std::vector<double>& state,
+                           GdnHeadMapping mapping = GdnHeadMapping::kGrouped) {
   const int64_t ratio = in.nv / in.nk;
   std::vector<double> out(static_cast<size_t>(count * in.nv * in.dv), 0.0);
   for (int64_t t = begin; t < begin + count; ++t) {
     for (int64_t h = 0; h < in.nv; ++h) {
-      int64_t kh = h / ratio;
+      int64_t kh = mapping == GdnHeadMapping::kTiled ? h % in.nk : h / ratio;
       std::vector<double> qn(static_cast<size_t>(in.dk)), kn(static_cast<size_t>(in.dk));
       double qs = 0, ks = 0;
       for (int64_t i = 0; i < in.dk; ++i) {
@@ -458,7 +459,7 @@ std::vector<double> RefGdn(const GdnInput& in, int64_t begin, int64_t count, std
 
 // Runs the op on tokens [begin, begin + count) of `in` as one sequence in `slot` at pos_begin = begin.
 std::vector<float> RunGdn(CpuBackend& backend, SequenceState& state, const GdnInput& in, int64_t begin, int64_t count,
-                          int slot) {
+                          int slot, GdnHeadMapping mapping = GdnHeadMapping::kGrouped) {
   auto slice = [&](const std::vector<float>& all, int64_t per_token) {
     return std::vector<float>(all.begin() + begin * per_token, all.begin() + (begin + count) * per_token);
   };
@@ -469,7 +470,7 @@ std::vector<float> RunGdn(CpuBackend& backend, SequenceState& state, const GdnIn
   HostBuffer beta = MakeF32(Shape{count, in.nv}, slice(in.beta, in.nv));
   HostBuffer out = MakeOut(Shape{count, in.nv, in.dv});
   BatchLayout layout = OneSeq(count, begin, slot);
-  backend.GatedDeltaRule(q.view(), k.view(), v.view(), g.view(), beta.view(), state, 0, layout, out.view());
+  backend.GatedDeltaRule(q.view(), k.view(), v.view(), g.view(), beta.view(), mapping, state, 0, layout, out.view());
   state.Advance(layout);
   return Values(out.view());
 }
@@ -524,6 +525,45 @@ TEST(CpuGatedDeltaRule, ValueHeadsUseKeyHeadHOverRatio) {
   ExpectNearAll(got, {1 * f, 2 * f, 0.0, 0.0}, 1e-6);
 }
 
+TEST(CpuGatedDeltaRule, TiledValueHeadsUseKeyHeadHModNk) {
+  CpuBackend backend(1);
+  // The input of ValueHeadsUseKeyHeadHOverRatio, tiled: value heads 0, 2 use key head 0 (out = v * f),
+  // value heads 1, 3 use key head 1 (orthogonal q and k: out = 0).
+  auto state = backend.CreateState(GdnSpec(2, 4, 2, 1));
+  GdnInput in{1, 2, 4, 2, 1, {1, 0, 1, 0}, {1, 0, 0, 1}, {1, 2, 3, 4}, {0, 0, 0, 0}, {1, 1, 1, 1}};
+  std::vector<float> got = RunGdn(backend, *state, in, 0, 1, 0, GdnHeadMapping::kTiled);
+  double f = 1 / (1 + 1e-6) / std::sqrt(2.0);
+  ExpectNearAll(got, {1 * f, 0.0, 3 * f, 0.0}, 1e-6);
+}
+
+TEST(CpuGatedDeltaRule, TiledMultiStepMatchesDoubleReferenceAndPermutedGrouped) {
+  CpuBackend backend(2);
+  const int64_t nk = 2, nv = 6, dk = 5, dv = 3, r = nv / nk;
+  GdnInput in = MakeGdnInput(7, nk, nv, dk, dv, 111);
+  auto tiled_state = backend.CreateState(GdnSpec(2, 6, 5, 3));
+  std::vector<float> tiled = RunGdn(backend, *tiled_state, in, 0, in.n, 0, GdnHeadMapping::kTiled);
+  std::vector<double> ref_state(size_t(nv * dk * dv), 0.0);
+  ExpectNearAll(tiled, RefGdn(in, 0, in.n, ref_state, GdnHeadMapping::kTiled), 1e-5);
+  // Tiled head h = j * nk + g is grouped head g * r + j: reorder v, g, beta into grouped order, run
+  // grouped, and the outputs must be the tiled outputs in that order, bit for bit (same arithmetic).
+  auto grouped_head = [&](int64_t h) { return (h % nk) * r + h / nk; };
+  GdnInput perm = in;
+  for (int64_t t = 0; t < in.n; ++t)
+    for (int64_t h = 0; h < nv; ++h) {
+      int64_t gh = grouped_head(h);
+      perm.g[size_t(t * nv + gh)] = in.g[size_t(t * nv + h)];
+      perm.beta[size_t(t * nv + gh)] = in.beta[size_t(t * nv + h)];
+      for (int64_t c = 0; c < dv; ++c) perm.v[size_t((t * nv + gh) * dv + c)] = in.v[size_t((t * nv + h) * dv + c)];
+    }
+  auto grouped_state = backend.CreateState(GdnSpec(2, 6, 5, 3));
+  std::vector<float> grouped = RunGdn(backend, *grouped_state, perm, 0, in.n, 0);
+  for (int64_t t = 0; t < in.n; ++t)
+    for (int64_t h = 0; h < nv; ++h)
+      for (int64_t c = 0; c < dv; ++c)
+        ASSERT_EQ(tiled[size_t((t * nv + h) * dv + c)], grouped[size_t((t * nv + grouped_head(h)) * dv + c)])
+            << t << " " << h << " " << c;
+}
+
 TEST(CpuGatedDeltaRule, StateContinuesAcrossCallsAndSlotsAreIndependent) {
   CpuBackend backend(2);
   GdnInput in = MakeGdnInput(6, 1, 2, 4, 3, 91);
@@ -556,7 +596,8 @@ TEST(CpuGatedDeltaRule, TwoSequencesInOneCall) {
   auto state = backend.CreateState(GdnSpec(1, 2, 3, 2));
   BatchLayout layout = Layout({BatchSeq{.slot = 1, .token_begin = 0, .n_tokens = 3, .pos_begin = 0},
                                BatchSeq{.slot = 0, .token_begin = 3, .n_tokens = 2, .pos_begin = 0}});
-  backend.GatedDeltaRule(q.view(), k.view(), v.view(), g.view(), beta.view(), *state, 0, layout, out.view());
+  backend.GatedDeltaRule(q.view(), k.view(), v.view(), g.view(), beta.view(), GdnHeadMapping::kGrouped, *state, 0,
+                         layout, out.view());
   std::vector<double> sa(size_t(2 * 3 * 2), 0.0), sb(sa.size(), 0.0);
   std::vector<double> want = RefGdn(in, 0, 3, sa), want_b = RefGdn(in, 3, 2, sb);
   want.insert(want.end(), want_b.begin(), want_b.end());

@@ -64,7 +64,8 @@ class CudaBackend final : public Backend {
   void GdnGates(const Tensor& a, const Tensor& b, const Tensor& a_log, const Tensor& dt_bias, Tensor g,
                 Tensor beta) override;
   void GatedDeltaRule(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& g, const Tensor& beta,
-                      SequenceState& state, int layer, const BatchLayout& layout, Tensor out) override;
+                      GdnHeadMapping mapping, SequenceState& state, int layer, const BatchLayout& layout,
+                      Tensor out) override;
   void GatedRmsNorm(const Tensor& x, const Tensor& z, const Tensor& weight, float eps, Tensor out) override;
   void MoeRouting(const Tensor& logits, int top_k, bool normalize, Tensor weights, Tensor ids) override;
   void MoeExperts(const Tensor& x, const Tensor& weights, const Tensor& ids, const ExpertWeights& experts,

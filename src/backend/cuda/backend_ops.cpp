@@ -324,8 +324,8 @@ void CudaBackend::GdnGates(const Tensor& a, const Tensor& b, const Tensor& a_log
 }
 
 void CudaBackend::GatedDeltaRule(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& g,
-                                 const Tensor& beta, SequenceState& state, int layer, const BatchLayout& layout,
-                                 Tensor out) {
+                                 const Tensor& beta, GdnHeadMapping mapping, SequenceState& state, int layer,
+                                 const BatchLayout& layout, Tensor out) {
   CudaState& st = AsCudaState(state, this);
   const StateSpec& spec = st.spec();
   const int64_t nk = q.dim(1), dk = q.dim(2), nv = v.dim(1), dv = v.dim(2), n = q.dim(0);
@@ -337,7 +337,8 @@ void CudaBackend::GatedDeltaRule(const Tensor& q, const Tensor& k, const Tensor&
   cuda::DeviceLayout dl = Layout(layout);
   Enqueue(cuda::LaunchGatedDeltaRule, dl, q.data, k.data, v.data, g.as<const float>(), beta.as<const float>(),
           st.Recurrent(layer), st.RecurrentSlotStride(), static_cast<int32_t>(nk), static_cast<int32_t>(nv),
-          static_cast<int32_t>(dk), static_cast<int32_t>(dv), out.data);
+          static_cast<int32_t>(dk), static_cast<int32_t>(dv), static_cast<int32_t>(mapping == GdnHeadMapping::kTiled),
+          out.data);
 }
 
 void CudaBackend::MoeRouting(const Tensor& logits, int top_k, bool normalize, Tensor weights, Tensor ids) {

@@ -66,11 +66,11 @@ __global__ void GdnGatesKernel(const T* a, const T* b, const void* a_log, int a_
 template <typename T, bool kRegs>
 __global__ void GatedDeltaRuleKernel(DeviceLayout layout, const T* q, const T* k, const T* v, const float* g,
                                      const float* beta, float* state, int64_t slot_stride, int nk, int nv, int dk,
-                                     int dv, T* out) {
+                                     int dv, int tiled, T* out) {
   extern __shared__ float sh[];  // q [dk], k [dk]
   float* qs = sh;
   float* ks = sh + dk;
-  const int seq = blockIdx.x / nv, h = blockIdx.x % nv, kh = h / (nv / nk);
+  const int seq = blockIdx.x / nv, h = blockIdx.x % nv, kh = tiled ? h % nk : h / (nv / nk);
   const int slot = layout.seq_info[seq * 4], tb = layout.seq_info[seq * 4 + 1], n = layout.seq_info[seq * 4 + 2];
   const int c = threadIdx.x;
   const bool active = c < dv;
@@ -143,7 +143,8 @@ __global__ void GatedDeltaRuleKernel(DeviceLayout layout, const T* q, const T* k
 
 template <typename T>
 void DeltaRule(cudaStream_t s, DeviceLayout layout, const void* q, const void* k, const void* v, const float* g,
-               const float* beta, float* state, int64_t slot_stride, int nk, int nv, int dk, int dv, void* out) {
+               const float* beta, float* state, int64_t slot_stride, int nk, int nv, int dk, int dv, int tiled,
+               void* out) {
   dim3 grid(static_cast<unsigned>(layout.n_seqs * nv));
   int threads = (dv + 31) / 32 * 32;
   size_t smem = 2 * sizeof(float) * dk;
@@ -153,10 +154,10 @@ void DeltaRule(cudaStream_t s, DeviceLayout layout, const void* q, const void* k
   T* ot = static_cast<T*>(out);
   if (dk <= kMaxKeyDim) {
     GatedDeltaRuleKernel<T, true><<<grid, threads, smem, s>>>(layout, qt, kt, vt, g, beta, state, slot_stride, nk, nv, dk,
-                                                                dv, ot);
+                                                                dv, tiled, ot);
   } else {
     GatedDeltaRuleKernel<T, false><<<grid, threads, smem, s>>>(layout, qt, kt, vt, g, beta, state, slot_stride, nk, nv, dk,
-                                                                dv, ot);
+                                                                dv, tiled, ot);
   }
 }
 
@@ -182,10 +183,10 @@ void LaunchGdnGates(cudaStream_t s, const void* a, const void* b, const void* a_
 
 void LaunchGatedDeltaRule(cudaStream_t s, DeviceLayout layout, const void* q, const void* k, const void* v,
                           const float* g, const float* beta, float* state, int64_t slot_stride, int32_t nk,
-                          int32_t nv, int32_t dk, int32_t dv, void* out) {
+                          int32_t nv, int32_t dk, int32_t dv, int32_t tiled, void* out) {
   if (layout.n_seqs == 0) return;
   INFX_CHECK_MSG(dv <= 1024, "GatedDeltaRule: v_head_dim {} > 1024", dv);
-  DeltaRule<bf16>(s, layout, q, k, v, g, beta, state, slot_stride, nk, nv, dk, dv, out);
+  DeltaRule<bf16>(s, layout, q, k, v, g, beta, state, slot_stride, nk, nv, dk, dv, tiled, out);
   INFX_CUDA_CHECK_LAUNCH();
 }
 

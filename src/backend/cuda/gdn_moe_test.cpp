@@ -1,5 +1,7 @@
 // CPU-vs-CUDA tests of the Gated DeltaNet ops (conv1d and the delta rule carry state across calls:
 // prefill, decode, mixed batches) and of the mixture-of-experts ops, at Qwen3-Next-like shapes.
+#include <algorithm>
+#include <cmath>
 #include <set>
 
 #include "backend/cuda/test_util.h"
@@ -85,7 +87,7 @@ TEST(CudaGdn, Gates) {
   ExpectClose(rig.Gpu(beta.gpu), Rig::Cpu(beta.cpu), 1e-5, 1e-5, "GdnGates beta");
 }
 
-void CheckDeltaRule(int nk, int nv, int dk, int dv, uint64_t seed) {
+void CheckDeltaRule(int nk, int nv, int dk, int dv, uint64_t seed, GdnHeadMapping mapping = GdnHeadMapping::kGrouped) {
   Rig rig;
   StateSpec spec = LinearSpec(2 * nk * dk + nv * dv, 4, nk, nv, dk, dv);
   auto cs = rig.cpu.CreateState(spec);
@@ -99,12 +101,13 @@ void CheckDeltaRule(int nk, int nv, int dk, int dv, uint64_t seed) {
     auto g = rig.F32({n, nv}, Rand(n * nv, seed + 10 * i + 3, -2, 0));
     auto beta = rig.F32({n, nv}, Rand(n * nv, seed + 10 * i + 4, 0, 1));
     auto out = rig.Out({n, nv, dv});
-    rig.cpu.GatedDeltaRule(q.cpu, k.cpu, v.cpu, g.cpu, beta.cpu, *cs, 0, layout, out.cpu);
-    rig.gpu.GatedDeltaRule(q.gpu, k.gpu, v.gpu, g.gpu, beta.gpu, *gs, 0, layout, out.gpu);
+    rig.cpu.GatedDeltaRule(q.cpu, k.cpu, v.cpu, g.cpu, beta.cpu, mapping, *cs, 0, layout, out.cpu);
+    rig.gpu.GatedDeltaRule(q.gpu, k.gpu, v.gpu, g.gpu, beta.gpu, mapping, *gs, 0, layout, out.gpu);
     cs->Advance(layout);
     gs->Advance(layout);
     ExpectClose(rig.Gpu(out.gpu), Rig::Cpu(out.cpu), 5e-3, 2e-2,
-                fmt::format("GatedDeltaRule nk={} nv={} dk={} dv={} step {}", nk, nv, dk, dv, i));
+                fmt::format("GatedDeltaRule nk={} nv={} dk={} dv={} tiled={} step {}", nk, nv, dk, dv,
+                            mapping == GdnHeadMapping::kTiled, i));
   }
 }
 
@@ -113,6 +116,46 @@ TEST(CudaGdn, GatedDeltaRuleCarriesItsState) {
   CheckDeltaRule(16, 32, 128, 128, 700);  // Qwen3-Next
   CheckDeltaRule(2, 4, 16, 16, 710);      // the embedded e2e model
   CheckDeltaRule(2, 2, 192, 64, 720);     // dk > 128: state updated in global memory
+}
+
+// llama.cpp's qwen35 GGUF files: value head h uses key head h % nk.
+TEST(CudaGdn, GatedDeltaRuleTiledHeadsMatchTheOracle) {
+  INFX_REQUIRE_GPU();
+  CheckDeltaRule(16, 48, 128, 128, 730, GdnHeadMapping::kTiled);  // Qwen3.5-35B-A3B-like (nv / nk = 3)
+  CheckDeltaRule(2, 4, 16, 16, 740, GdnHeadMapping::kTiled);
+  CheckDeltaRule(2, 6, 192, 64, 750, GdnHeadMapping::kTiled);     // dk > 128: state in global memory
+}
+
+// The flag reaches the kernel: with nv > nk the two mappings give different outputs on the GPU.
+TEST(CudaGdn, GatedDeltaRuleMappingsDiffer) {
+  INFX_REQUIRE_GPU();
+  Rig rig;
+  const int nk = 2, nv = 4, dk = 16, dv = 16;
+  StateSpec spec = LinearSpec(2 * nk * dk + nv * dv, 4, nk, nv, dk, dv);
+  BatchLayout layout = MakeLayout({{0, 3, 0}});
+  const int64_t n = layout.n_tokens;
+  auto q = rig.Act({n, nk, dk}, Rand(n * nk * dk, 760, -1, 1));
+  auto k = rig.Act({n, nk, dk}, Rand(n * nk * dk, 761, -1, 1));
+  auto v = rig.Act({n, nv, dv}, Rand(n * nv * dv, 762, -2, 2));
+  auto g = rig.F32({n, nv}, Rand(n * nv, 763, -2, 0));
+  auto beta = rig.F32({n, nv}, Rand(n * nv, 764, 0, 1));
+  auto grouped = rig.Out({n, nv, dv});
+  auto tiled = rig.Out({n, nv, dv});
+  auto gs = rig.gpu.CreateState(spec);
+  auto ts = rig.gpu.CreateState(spec);
+  rig.gpu.GatedDeltaRule(q.gpu, k.gpu, v.gpu, g.gpu, beta.gpu, GdnHeadMapping::kGrouped, *gs, 0, layout, grouped.gpu);
+  rig.gpu.GatedDeltaRule(q.gpu, k.gpu, v.gpu, g.gpu, beta.gpu, GdnHeadMapping::kTiled, *ts, 0, layout, tiled.gpu);
+  std::vector<float> a = rig.Gpu(grouped.gpu), b = rig.Gpu(tiled.gpu);
+  ASSERT_EQ(a.size(), b.size());
+  // Value head 0 uses key head 0 in both mappings (equal); value head 1 uses key head 0 vs 1 (different).
+  double diff0 = 0, diff1 = 0;
+  for (int64_t t = 0; t < n; ++t)
+    for (int c = 0; c < dv; ++c) {
+      diff0 = std::max(diff0, std::abs(double(a[size_t((t * nv + 0) * dv + c)]) - b[size_t((t * nv + 0) * dv + c)]));
+      diff1 = std::max(diff1, std::abs(double(a[size_t((t * nv + 1) * dv + c)]) - b[size_t((t * nv + 1) * dv + c)]));
+    }
+  EXPECT_EQ(diff0, 0.0);
+  EXPECT_GT(diff1, 1e-2);
 }
 
 TEST(CudaMoe, RoutingMatchesTheOracle) {

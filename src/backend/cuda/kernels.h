@@ -166,9 +166,10 @@ void LaunchCausalConv1d(cudaStream_t s, DeviceLayout layout, const void* x, cons
 void LaunchGdnGates(cudaStream_t s, const void* a, const void* b, const void* a_log, int a_log_dtype,
                     const void* dt_bias, int dt_bias_dtype, float* g, float* beta, int64_t n, int64_t nv);
 // state: this layer's recurrent state of slot 0, [nv, dk, dv] f32; slot s's is at state + s * slot_stride.
+// tiled: 0 = value head h uses key head h / (nv / nk), 1 = key head h % nk (ops.h GdnHeadMapping).
 void LaunchGatedDeltaRule(cudaStream_t s, DeviceLayout layout, const void* q, const void* k, const void* v,
                           const float* g, const float* beta, float* state, int64_t slot_stride, int32_t nk,
-                          int32_t nv, int32_t dk, int32_t dv, void* out);
+                          int32_t nv, int32_t dk, int32_t dv, int32_t tiled, void* out);
 
 // ---- mixture of experts (moe.cu) ----
 void LaunchMoeRouting(cudaStream_t s, const float* logits, int64_t n, int32_t n_experts, int32_t top_k,
