@@ -159,6 +159,48 @@ std::vector<LayerType> ParseLayerTypes(const Fields& f, const ModelConfig& c) {
   return types;
 }
 
+// quantization_config (top level, or inside text_config): FP8 with 128x128 weight blocks, as Qwen
+// publishes its FP8 checkpoints, is the one scheme supported; anything else is refused by name.
+// Returns the block size (0: no quantization_config).
+int ParseQuantization(const json& root, const json& text, const std::string& path) {
+  const json* q = nullptr;
+  std::string prefix = "quantization_config.";
+  if (root.contains("quantization_config") && !root["quantization_config"].is_null()) {
+    q = &root["quantization_config"];
+  } else if (&text != &root && text.contains("quantization_config") && !text["quantization_config"].is_null()) {
+    q = &text["quantization_config"];
+    prefix = "text_config.quantization_config.";
+  }
+  if (q == nullptr) return 0;
+  if (!q->is_object())
+    ThrowError(ErrorCode::kInvalidFormat, "{}: field '{}': expected an object, got {}", path,
+               prefix.substr(0, prefix.size() - 1), q->dump());
+  Fields f(*q, path, prefix);
+  std::string method = f.String("quant_method", "");
+  if (method != "fp8")
+    ThrowError(ErrorCode::kUnsupported,
+               "{}: field '{}quant_method': quantization method '{}' is not supported (supported: fp8 with "
+               "weight_block_size [128, 128]; GGUF files for other quantizations)",
+               path, prefix, method);
+  std::string fmt = f.String("fmt", "e4m3");
+  if (fmt != "e4m3")
+    ThrowError(ErrorCode::kUnsupported, "{}: field '{}fmt': FP8 format '{}' is not supported (e4m3)", path, prefix, fmt);
+  std::string activations = f.String("activation_scheme", "dynamic");
+  if (activations != "dynamic")
+    ThrowError(ErrorCode::kUnsupported, "{}: field '{}activation_scheme': '{}' is not supported (dynamic)", path,
+               prefix, activations);
+  if (!f.Has("weight_block_size"))
+    ThrowError(ErrorCode::kUnsupported,
+               "{}: field '{}weight_block_size' is missing: per-tensor FP8 scales are not supported (blocks of "
+               "[128, 128])",
+               path, prefix);
+  std::vector<int64_t> block = f.IntList("weight_block_size");
+  if (block != std::vector<int64_t>{128, 128})
+    ThrowError(ErrorCode::kUnsupported, "{}: field '{}weight_block_size': {} is not supported (only [128, 128])", path,
+               prefix, f.Raw("weight_block_size").dump());
+  return 128;
+}
+
 }  // namespace
 
 std::string_view ArchitectureName(Architecture arch) {
@@ -221,6 +263,7 @@ ModelConfig ParseModelConfig(std::string_view json_text, const std::string& path
     ThrowError(ErrorCode::kUnsupported, "{}: use_sliding_window=true is not supported", path);
   c.rope = ParseRope(f, c.head_dim);
   c.layer_types = ParseLayerTypes(f, c);
+  c.fp8_block_size = ParseQuantization(root, text, path);
 
   c.zero_centered_norm = c.is_hybrid();
   c.gated_attention = c.is_hybrid();

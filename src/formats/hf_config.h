@@ -79,6 +79,11 @@ struct ModelConfig {
   bool zero_centered_norm = false;  // RMSNorm scales by (1 + w)
   bool gated_attention = false;     // q_proj also yields a sigmoid output gate
 
+  // FP8 checkpoints (quantization_config {quant_method: fp8, fmt: e4m3, weight_block_size: [128, 128]}):
+  // the edge of the square weight blocks that share one weight_scale_inv entry; 0 when the checkpoint
+  // is not quantized. The loader repacks such weights into DType::kF8E4M3B128 (model/fp8_weights.h).
+  int fp8_block_size = 0;
+
   bool is_hybrid() const { return arch == Architecture::kQwen3Next || arch == Architecture::kQwen35 || arch == Architecture::kQwen35Moe; }
   int CountLayers(LayerType type) const;
   // Index of layer `layer` among the layers of its own type (its KV-cache or state slot row).

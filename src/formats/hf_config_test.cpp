@@ -764,3 +764,66 @@ TEST(HfConfig, NumberOutOfRangeIsInvalidFormat) {
 
 }  // namespace
 }  // namespace infernix
+
+namespace infernix {
+namespace {
+
+// ---- quantization_config ----
+
+const json kFp8Quant = {{"quant_method", "fp8"},
+                        {"fmt", "e4m3"},
+                        {"activation_scheme", "dynamic"},
+                        {"weight_block_size", {128, 128}},
+                        {"modules_to_not_convert", {"lm_head", "model.layers.0.mlp.gate"}}};
+
+TEST(HfConfigQuantization, NoQuantizationConfigIsNotFp8) {
+  EXPECT_EQ(ParseModelConfig(kQwen3Dense, kPath).fp8_block_size, 0);
+  EXPECT_EQ(ParseModelConfig(EditedDense({{"quantization_config", nullptr}}), kPath).fp8_block_size, 0);
+}
+
+TEST(HfConfigQuantization, QwenFp8BlockConfig) {
+  EXPECT_EQ(ParseModelConfig(EditedDense({{"quantization_config", kFp8Quant}}), kPath).fp8_block_size, 128);
+  json minimal = {{"quant_method", "fp8"}, {"weight_block_size", {128, 128}}};
+  EXPECT_EQ(ParseModelConfig(EditedDense({{"quantization_config", minimal}}), kPath).fp8_block_size, 128);
+}
+
+TEST(HfConfigQuantization, NestedInTextConfig) {
+  json j = json::parse(kQwen3Dense);
+  json nested = {{"model_type", "qwen3"}, {"text_config", j}};
+  nested["text_config"]["quantization_config"] = kFp8Quant;
+  EXPECT_EQ(ParseModelConfig(nested.dump(), kPath).fp8_block_size, 128);
+  nested["text_config"]["quantization_config"]["quant_method"] = "awq";
+  ExpectParseError(nested.dump(), ErrorCode::kUnsupported, {kPath, "text_config.quantization_config.quant_method", "awq"});
+}
+
+TEST(HfConfigQuantization, OtherMethodsAreUnsupportedByName) {
+  for (const char* method : {"gptq", "awq", "bitsandbytes", "compressed-tensors", "mxfp4"}) {
+    json q = {{"quant_method", method}, {"bits", 4}};
+    ExpectParseError(EditedDense({{"quantization_config", q}}), ErrorCode::kUnsupported,
+                     {kPath, "quantization_config.quant_method", method});
+  }
+}
+
+TEST(HfConfigQuantization, OtherFp8VariantsAreUnsupported) {
+  json q = kFp8Quant;
+  q["weight_block_size"] = {64, 64};
+  ExpectParseError(EditedDense({{"quantization_config", q}}), ErrorCode::kUnsupported,
+                   {kPath, "weight_block_size", "[64,64]", "[128, 128]"});
+  q["weight_block_size"] = {128};
+  ExpectParseError(EditedDense({{"quantization_config", q}}), ErrorCode::kUnsupported, {"weight_block_size", "[128]"});
+  q.erase("weight_block_size");
+  ExpectParseError(EditedDense({{"quantization_config", q}}), ErrorCode::kUnsupported,
+                   {"weight_block_size' is missing", "per-tensor"});
+  q = kFp8Quant;
+  q["fmt"] = "e5m2";
+  ExpectParseError(EditedDense({{"quantization_config", q}}), ErrorCode::kUnsupported, {"quantization_config.fmt", "e5m2"});
+  q = kFp8Quant;
+  q["activation_scheme"] = "static";
+  ExpectParseError(EditedDense({{"quantization_config", q}}), ErrorCode::kUnsupported,
+                   {"quantization_config.activation_scheme", "static"});
+  ExpectParseError(EditedDense({{"quantization_config", "fp8"}}), ErrorCode::kInvalidFormat,
+                   {"quantization_config", "expected an object"});
+}
+
+}  // namespace
+}  // namespace infernix
