@@ -17,6 +17,7 @@ std::optional<DType> ParseDType(const std::string& s) {
   if (s == "F32") return DType::kF32;
   if (s == "F16") return DType::kF16;
   if (s == "BF16") return DType::kBF16;
+  if (s == "F8_E4M3") return DType::kF8E4M3;  // FP8 checkpoints: repacked with their scales at load
   if (s == "I32") return DType::kI32;
   if (s == "I64") return DType::kI64;
   return std::nullopt;
@@ -117,7 +118,7 @@ const SafetensorsEntry* SafetensorsFile::Find(std::string_view name) const {
 
 Tensor SafetensorsFile::View(const SafetensorsEntry& entry) const {
   if (!entry.dtype)
-    ThrowError(ErrorCode::kUnsupported, "{}: tensor '{}' has dtype {}, which is not supported (bf16, f16, f32)",
+    ThrowError(ErrorCode::kUnsupported, "{}: tensor '{}' has dtype {}, which is not supported (bf16, f16, f32, f8_e4m3)",
                path_, entry.name, entry.dtype_name);
   if (entry.shape.size() > kMaxDims)
     ThrowError(ErrorCode::kUnsupported, "{}: tensor '{}' has {} dimensions; at most {} are supported", path_,

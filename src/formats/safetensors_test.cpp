@@ -119,7 +119,7 @@ TEST_F(SafetensorsTest, OverlapsUnknownDtypesAndBadJson) {
 }
 
 TEST_F(SafetensorsTest, KnownButUnsupportedDtypeFailsOnlyWhenUsed) {
-  nlohmann::json h = {{"w", {{"dtype", "F8_E4M3"}, {"shape", {4}}, {"data_offsets", {0, 4}}}},
+  nlohmann::json h = {{"w", {{"dtype", "F8_E5M2"}, {"shape", {4}}, {"data_offsets", {0, 4}}}},
                       {"v", {{"dtype", "F32"}, {"shape", {1, 1, 1, 1, 2}}, {"data_offsets", {4, 12}}}}};
   SafetensorsFile f = Parse(Build(h, std::string(4, '\0') + FloatBytes({1, 2})));
   EXPECT_THROW(f.View(*f.Find("w")), Error);

@@ -6,6 +6,7 @@
 #include "base/error.h"
 #include "model/architectures.h"
 #include "model/dummy_weights.h"
+#include "model/fp8_weights.h"
 #include "model/rope.h"
 #include "model/weight_binder.h"
 
@@ -172,7 +173,9 @@ void Model::Forward(const ForwardBatch& batch, SequenceState& state, std::vector
 
 std::unique_ptr<Model> LoadModel(const FileSet& files, Backend& backend) {
   ModelConfig config = LoadModelConfig(files);
-  auto weights = std::make_unique<SafetensorsWeightSource>(std::make_unique<WeightFiles>(files));
+  // FP8 weights (with their weight_scale_inv) are repacked into kF8E4M3B128; the rest passes through.
+  auto weights = std::make_unique<Fp8WeightSource>(
+      std::make_unique<SafetensorsWeightSource>(std::make_unique<WeightFiles>(files)), config.fp8_block_size);
   return std::make_unique<Model>(std::move(config), std::move(weights), backend);
 }
 
