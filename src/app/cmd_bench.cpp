@@ -43,7 +43,6 @@ DType ParseDummyQuant(const std::string& name) {
 // the LM head; MoE layers count `experts_read` routed experts.
 struct ModelCounts {
   double linear_params = 0;       // per token (with top_k experts)
-  double expert_params = 0;       // of which routed experts
   double lm_head_params = 0;
   double attention_flops_per_pair = 0;  // FLOPs per (query, key) pair summed over attention layers
   double kv_bytes_per_token = 0;
@@ -71,12 +70,7 @@ double LayerParams(const ModelConfig& c, int l, double experts) {
 
 ModelCounts Count(const ModelConfig& c, double experts_per_moe_layer) {
   ModelCounts m;
-  for (int l = 0; l < c.num_layers; ++l) {
-    m.linear_params += LayerParams(c, l, experts_per_moe_layer);
-    if (c.mlp_types[static_cast<size_t>(l)] == MlpType::kMoe)
-      m.expert_params += experts_per_moe_layer * 3 * static_cast<double>(c.hidden_size) *
-                         static_cast<double>(c.moe_intermediate_size);
-  }
+  for (int l = 0; l < c.num_layers; ++l) m.linear_params += LayerParams(c, l, experts_per_moe_layer);
   m.lm_head_params = static_cast<double>(c.vocab_size) * static_cast<double>(c.hidden_size);
   const double attn_layers = c.CountLayers(LayerType::kFullAttention);
   m.attention_flops_per_pair = attn_layers * 4.0 * c.num_heads * c.head_dim;  // QK^T and PV
@@ -200,11 +194,11 @@ void Run(const BenchOptions& o) {
     double step_s = t / static_cast<double>(o.n_gen);
     // Bytes read per step: every weight but the embedding table, and the K/V of each sequence's context.
     double avg_context = (static_cast<double>(o.n_gen) + 1) / 2;
-    // Quantized dummy weights: bytes per parameter of their type (routed experts stay bf16).
+    // Quantized dummy weights: bytes per parameter of their type (routers stay bf16; a small error).
     const double weight_bytes_per_param =
         static_cast<double>(DTypeBlockBytes(linear_dtype)) / static_cast<double>(DTypeBlockSize(linear_dtype));
-    double bytes = weight_bytes_per_param * (mc.linear_params - mc.expert_params) + 2.0 * mc.expert_params +
-                   weight_bytes_per_param * mc.lm_head_params + b * avg_context * mc.kv_bytes_per_token;
+    double bytes = weight_bytes_per_param * (mc.linear_params + mc.lm_head_params) +
+                   b * avg_context * mc.kv_bytes_per_token;
     Row row{"tg" + std::to_string(o.n_gen), b, b / step_s, step_s * 1e3, -1, ""};
     if (ceil && ceil->copy_bytes_per_s > 0) {
       row.ceiling_fraction = bytes / step_s / ceil->copy_bytes_per_s;
@@ -245,7 +239,7 @@ void RegisterBenchCommand(CLI::App& app) {
   cmd->add_option("--json", o->json_path, "Also write the results as JSON to this file");
   cmd->add_option("--dummy-quant", o->dummy_quant,
                   "With --dummy-weights: make the projection weights random blocks of this GGUF type (q8_0, q4_0, "
-                  "q4_k, q5_k, q6_k); the embedding, routers and routed experts stay bf16");
+                  "q4_k, q5_k, q6_k); the embedding and the routers stay bf16");
   cmd->callback([o] { Run(*o); });
 }
 

@@ -62,7 +62,7 @@ Tensor DummyWeightSource::Get(const std::string& name, const Shape& expected) {
   const float scale = Scale(name, expected, &unit_offset);
   if (IsBlockQuantized(linear_dtype_) && expected.ndim == 2 && !EndsWith(name, "embed_tokens.weight") &&
       !EndsWith(name, "mlp.gate.weight") && !EndsWith(name, "shared_expert_gate.weight") &&
-      name.find(".experts.") == std::string::npos && expected[1] % DTypeBlockSize(linear_dtype_) == 0) {
+      expected[1] % DTypeBlockSize(linear_dtype_) == 0) {
     auto packed = std::make_unique<HostBuffer>(
         RandomQuantBlocks(linear_dtype_, expected[0], expected[1], SplitMix64(seed_ ^ HashName(name)), scale));
     Tensor view = packed->view();

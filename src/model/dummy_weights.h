@@ -17,7 +17,7 @@ namespace infernix {
 // Answers the binder with the split (canonical) layouts: per-expert tensors, in_proj_qkv/z/b/a, the
 // "model." prefix, and lm_head.weight only when the embeddings are not tied. Every tensor is bf16, except
 // that with a block-quantized `linear_dtype` the 2-D projection weights (attention, DeltaNet, dense and
-// shared-expert MLPs, the LM head; not the embedding, routers or routed experts) are random blocks of
+// shared-expert and routed-expert MLPs, the LM head; not the embedding or routers) are random blocks of
 // that type (quant/random_blocks.h).
 // Tensors are generated on first Get and kept for the source's lifetime. Not thread-safe.
 class DummyWeightSource final : public WeightSource {

@@ -230,7 +230,7 @@ const cuda::ExpertTable& CudaBackend::ExpertTableFor(const ExpertWeights& expert
   if (it != expert_tables_.end()) return it->second.table;
   const size_t n = experts.gate.size();
   const Tensor& g0 = experts.gate[0];
-  if (IsBlockQuantized(g0.dtype))
+  if (IsBlockQuantized(g0.dtype) && !cuda::QuantTypeSupported(static_cast<int>(g0.dtype)))
     ThrowError(ErrorCode::kUnsupported, "the CUDA backend has no kernels for {} expert weights yet (use --backend cpu)",
                DTypeName(g0.dtype));
   std::vector<const void*> ptrs(3 * n);

@@ -182,9 +182,12 @@ struct ExpertTable {
   int32_t dtype = kBF16, n_experts = 0;
   int64_t inter = 0, hidden = 0;
 };
-// act: scratch f32 [n, top_k, inter]. x, out act bf16 [n, hidden].
+// act: scratch f32 [n, top_k, inter]. x, out act bf16 [n, hidden]. Float expert weights (moe.cu).
 void LaunchMoeExperts(cudaStream_t s, const void* x, const float* weights, const int32_t* ids, int64_t n,
                       int32_t top_k, ExpertTable experts, float* act, void* out);
+// The same for block-quantized expert weights of a type QuantTypeSupported accepts (moe_quant.cu).
+void LaunchQuantMoeExperts(cudaStream_t s, const void* x, const float* weights, const int32_t* ids, int64_t n,
+                           int32_t top_k, ExpertTable experts, float* act, void* out);
 
 // ---- sampling-side reductions (sampling.cu); logits f32 [rows, cols] ----
 void LaunchArgmaxRows(cudaStream_t s, const float* logits, int64_t rows, int64_t cols, int32_t* ids);

@@ -6,91 +6,10 @@
 // Work unit: a sub-block of 32 consecutive values of one row (a legacy block, or an eighth of a K-quant
 // super-block). In the GEMV a warp owns a row and its lanes take the row's sub-blocks in turn; partial
 // sums are reduced across the warp in a fixed order (deterministic).
-#include "backend/cuda/device_util.cuh"
+#include "backend/cuda/quant_blocks.cuh"
 
 namespace infernix::cuda {
 namespace {
-
-__device__ __forceinline__ float Half(const uint8_t* p) {
-  return __half2float(__ushort_as_half(static_cast<unsigned short>(p[0] | (p[1] << 8))));
-}
-
-// The 6-bit scale and min of sub-block j of a Q4_K / Q5_K super-block (12 packed bytes).
-__device__ __forceinline__ void ScaleMinK4(int j, const uint8_t* q, int* sc, int* m) {
-  if (j < 4) {
-    *sc = q[j] & 63;
-    *m = q[j + 4] & 63;
-  } else {
-    *sc = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
-    *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
-  }
-}
-
-// The 32 values of sub-block `s` of a row of type T starting at `row`.
-template <int T>
-__device__ __forceinline__ void LoadSub(const uint8_t* row, int64_t s, float* v) {
-  if constexpr (T == kQ8_0) {
-    const uint8_t* b = row + s * 34;
-    const float d = Half(b);
-    const int8_t* q = reinterpret_cast<const int8_t*>(b + 2);
-#pragma unroll
-    for (int i = 0; i < 32; ++i) v[i] = d * static_cast<float>(q[i]);
-  } else if constexpr (T == kQ4_0) {
-    const uint8_t* b = row + s * 18;
-    const float d = Half(b);
-#pragma unroll
-    for (int i = 0; i < 16; ++i) {
-      v[i] = d * static_cast<float>((b[2 + i] & 0xF) - 8);
-      v[i + 16] = d * static_cast<float>((b[2 + i] >> 4) - 8);
-    }
-  } else if constexpr (T == kQ4_K) {
-    const uint8_t* b = row + (s / 8) * 144;
-    const int j = static_cast<int>(s % 8);
-    int sc, m;
-    ScaleMinK4(j, b + 4, &sc, &m);
-    const float d = Half(b) * static_cast<float>(sc), mn = Half(b + 2) * static_cast<float>(m);
-    const uint8_t* q = b + 16 + (j / 2) * 32;
-    const int shift = (j & 1) * 4;
-#pragma unroll
-    for (int i = 0; i < 32; ++i) v[i] = d * static_cast<float>((q[i] >> shift) & 0xF) - mn;
-  } else if constexpr (T == kQ5_K) {
-    const uint8_t* b = row + (s / 8) * 176;
-    const int j = static_cast<int>(s % 8);
-    int sc, m;
-    ScaleMinK4(j, b + 4, &sc, &m);
-    const float d = Half(b) * static_cast<float>(sc), mn = Half(b + 2) * static_cast<float>(m);
-    const uint8_t* qh = b + 16;
-    const uint8_t* q = b + 48 + (j / 2) * 32;
-    const int shift = (j & 1) * 4;
-#pragma unroll
-    for (int i = 0; i < 32; ++i) {
-      int hi = (qh[i] >> j) & 1;
-      v[i] = d * static_cast<float>(((q[i] >> shift) & 0xF) + 16 * hi) - mn;
-    }
-  } else {  // kQ6_K: ql[128], qh[64], int8 scales[16], f16 d
-    const uint8_t* b = row + (s / 8) * 210;
-    const int j = static_cast<int>(s % 8), half = j / 4, quarter = j % 4;
-    const uint8_t* ql = b + half * 64 + (quarter & 1) * 32;
-    const uint8_t* qh = b + 128 + half * 32;
-    const int8_t* sc = reinterpret_cast<const int8_t*>(b + 192) + half * 8 + 2 * quarter;
-    const float d = Half(b + 208);
-    const int lshift = (quarter >> 1) * 4, hshift = 2 * quarter;
-#pragma unroll
-    for (int i = 0; i < 32; ++i) {
-      int q = (((ql[i] >> lshift) & 0xF) | (((qh[i] >> hshift) & 3) << 4)) - 32;
-      v[i] = d * static_cast<float>(sc[i / 16]) * static_cast<float>(q);
-    }
-  }
-}
-
-template <int T>
-__host__ __device__ constexpr int64_t BlockBytes() {
-  return T == kQ8_0 ? 34 : T == kQ4_0 ? 18 : T == kQ4_K ? 144 : T == kQ5_K ? 176 : 210;
-}
-template <int T>
-__host__ __device__ constexpr int64_t BlockValues() {
-  return (T == kQ8_0 || T == kQ4_0) ? 32 : 256;
-}
 
 constexpr int kRowsPerBlock = 4;  // warps per thread block, one row each
 

@@ -1,0 +1,53 @@
+// CPU-vs-CUDA test of the routed experts with GGUF block-quantized weights (moe_quant.cu), at the
+// shapes of Qwen3-30B-A3B's experts (hidden 2048, intermediate 768) and a hidden size of 1024.
+#include "backend/cuda/test_util.h"
+#include "quant/random_blocks.h"
+
+namespace infernix {
+namespace {
+
+using cuda_test::ExpectClose;
+using cuda_test::Rand;
+using cuda_test::Rig;
+
+void CheckQuantExperts(DType type, int64_t hidden, int64_t inter, uint64_t seed) {
+  Rig rig;
+  const int64_t n = 5, experts = 16, top_k = 4;
+  std::vector<HostBuffer> keep;
+  ExpertWeights cpu_w, gpu_w;
+  float s_in = 1.0f / std::sqrt(static_cast<float>(hidden)), s_out = 1.0f / std::sqrt(static_cast<float>(inter));
+  auto add = [&](std::vector<Tensor>& c, std::vector<Tensor>& g, int64_t rows, int64_t cols, float scale) {
+    keep.push_back(RandomQuantBlocks(type, rows, cols, seed++, scale));
+    c.push_back(rig.cpu.UploadWeight(keep.back().view()));
+    g.push_back(rig.gpu.UploadWeight(keep.back().view()));
+  };
+  keep.reserve(3 * experts);
+  for (int64_t e = 0; e < experts; ++e) {
+    add(cpu_w.gate, gpu_w.gate, inter, hidden, s_in);
+    add(cpu_w.up, gpu_w.up, inter, hidden, s_in);
+    add(cpu_w.down, gpu_w.down, hidden, inter, s_out);
+  }
+  auto x = rig.Act({n, hidden}, Rand(n * hidden, seed++, -2, 2));
+  std::vector<int32_t> ids = {0, 15, 3, 7, 1, 2, 3, 4, 15, 14, 13, 12, 5, 6, 9, 10, 0, 8, 15, 11};
+  auto id = rig.I32({n, top_k}, ids);
+  auto w = rig.F32({n, top_k}, Rand(n * top_k, seed++, 0, 1));
+  auto out = rig.Out({n, hidden});
+  rig.cpu.MoeExperts(x.cpu, w.cpu, id.cpu, cpu_w, out.cpu);
+  rig.gpu.MoeExperts(x.gpu, w.gpu, id.gpu, gpu_w, out.gpu);
+  // Same decoded weights on both sides; f32 sums in another order, then one bf16 rounding of the output.
+  ExpectClose(rig.Gpu(out.gpu), Rig::Cpu(out.cpu), 5e-3, 1.5e-2,
+              std::string(DTypeName(type)) + " MoeExperts H=" + std::to_string(hidden) + " I=" + std::to_string(inter));
+}
+
+TEST(CudaMoe, QuantizedExpertsMatchTheOracle) {
+  INFX_REQUIRE_GPU();
+  uint64_t seed = 1200;
+  for (DType type : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) {
+    CheckQuantExperts(type, 2048, 768, seed);
+    CheckQuantExperts(type, 1024, 512, seed + 100);
+    seed += 1000;
+  }
+}
+
+}  // namespace
+}  // namespace infernix
