@@ -1,5 +1,5 @@
-// A small GGUF writer for tests and fuzz seeds: metadata of any type, tensors with given ne/type/data,
-// and hooks to break the file on purpose (raw offsets, version, padding).
+// A small GGUF writer for tests and fuzz seeds: metadata of any type, tensors with given ne/type (with
+// their bytes, or a filler pattern), and hooks to break the file on purpose (raw offsets, version, padding).
 #pragma once
 
 #include <algorithm>
@@ -40,10 +40,17 @@ class Builder {
   Builder& Tensor(const std::string& name, std::vector<uint64_t> ne, uint32_t type, uint64_t size_bytes,
                   int64_t offset = -1) {
     uint64_t off = offset >= 0 ? static_cast<uint64_t>(offset) : next_offset_;
-    tensors_.push_back({name, std::move(ne), type, off, size_bytes});
+    tensors_.push_back({name, std::move(ne), type, off, size_bytes, {}});
     uint64_t end = off + size_bytes;
     next_offset_ = (end + alignment - 1) / alignment * alignment;
     data_size_ = std::max(data_size_, end);
+    return *this;
+  }
+
+  // A tensor holding `bytes` (placed as Tensor() places it, size bytes.size()).
+  Builder& TensorData(const std::string& name, std::vector<uint64_t> ne, uint32_t type, std::string bytes) {
+    Tensor(name, std::move(ne), type, bytes.size());
+    tensors_.back().data = std::move(bytes);
     return *this;
   }
 
@@ -60,6 +67,8 @@ class Builder {
     size_t data_start = out.size();
     out.resize(data_start + data_size_, '\0');
     for (size_t i = 0; i < data_size_; ++i) out[data_start + i] = static_cast<char>(i * 7 + 1);
+    for (const auto& t : tensors_)
+      if (!t.data.empty()) std::memcpy(out.data() + data_start + t.offset, t.data.data(), t.data.size());
     return out;
   }
 
@@ -75,6 +84,7 @@ class Builder {
     std::vector<uint64_t> ne;
     uint32_t type;
     uint64_t offset, size_bytes;
+    std::string data;  // empty: the filler pattern
   };
   std::vector<std::string> kvs_;
   std::vector<T> tensors_;

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <map>
+#include <variant>
 
 #include <fmt/format.h>
 
@@ -173,7 +174,10 @@ class GgufWeightSource final : public WeightSource {
 
   // Qwen3-Next's converter splits in_proj_qkvz into attn_qkv (q, k, v of all heads, the layout of
   // Qwen3.5's in_proj_qkv) and attn_gate (z), keeps in_proj_ba as ssm_ba, stores ssm_a = -exp(A_log),
-  // renames dt_bias to ssm_dt.bias and squeezes the conv weight to [C, K].
+  // renames dt_bias to ssm_dt.bias and squeezes the conv weight to [C, K]. Qwen3.5's (qwen35,
+  // qwen35moe) writes in_proj_b / in_proj_a as ssm_beta / ssm_alpha and otherwise does the same, after
+  // reordering every per-value-head tensor into tiled order (c.linear_value_heads_tiled): the tensors
+  // are used as stored, and the delta rule maps value head h to key head h % nk.
   void MapDeltaNet(const ModelConfig& c, const std::string& b, const std::string& p) {
     int64_t nk = c.linear_num_key_heads, nv = c.linear_num_value_heads, r = nv / nk;
     int64_t conv_dim = 2 * nk * c.linear_key_head_dim + nv * c.linear_value_head_dim;
@@ -182,6 +186,8 @@ class GgufWeightSource final : public WeightSource {
     Map(p + "out_proj.weight", b + "ssm_out.weight");
     Map(p + "norm.weight", b + "ssm_norm.weight");
     Map(p + "dt_bias", b + "ssm_dt.bias");
+    Map(p + "in_proj_b.weight", b + "ssm_beta.weight");
+    Map(p + "in_proj_a.weight", b + "ssm_alpha.weight");
     MapReshaped(p + "conv1d.weight", b + "ssm_conv1d.weight", Shape{conv_dim, 1, c.linear_conv_kernel_dim});
     if (const GgufTensorInfo* a = Find(b + "ssm_a")) {
       std::vector<float> values = FloatValues(*a);
@@ -230,18 +236,26 @@ ModelConfig GgufModelConfig(const GgufFile& f) {
     c.arch = Architecture::kQwen3Moe;
   } else if (arch == "qwen3next") {
     c.arch = Architecture::kQwen3Next;
-  } else if (arch == "qwen35" || arch == "qwen35moe") {
-    ThrowError(ErrorCode::kUnsupported,
-               "{}: GGUF architecture '{}' is not supported yet: llama.cpp's converter reorders its DeltaNet value "
-               "heads; load the Hugging Face checkpoint instead",
-               f.path(), arch);
+  } else if (arch == "qwen35") {
+    c.arch = Architecture::kQwen35;
+  } else if (arch == "qwen35moe") {
+    c.arch = Architecture::kQwen35Moe;
   } else {
-    ThrowError(ErrorCode::kUnsupported, "{}: GGUF architecture '{}' is not supported (qwen3, qwen3moe, qwen3next)",
-               f.path(), arch);
+    ThrowError(ErrorCode::kUnsupported,
+               "{}: GGUF architecture '{}' is not supported (qwen3, qwen3moe, qwen3next, qwen35, qwen35moe)", f.path(),
+               arch);
   }
+  const bool qwen35 = c.arch == Architecture::kQwen35 || c.arch == Architecture::kQwen35Moe;
   c.vocab_size = TensorRows(f, "token_embd.weight");
   c.hidden_size = RequirePositive(f, Key(arch, "embedding_length"));
-  c.num_layers = static_cast<int>(RequirePositive(f, Key(arch, "block_count")));
+  // Qwen3.5's converter appends its multi-token-prediction layers to the blocks (block_count includes
+  // them, nextn_predict_layers counts them); the model runs the others and ignores those.
+  int64_t block_count = RequirePositive(f, Key(arch, "block_count"));
+  int64_t nextn = f.GetInt(Key(arch, "nextn_predict_layers")).value_or(0);
+  if (nextn < 0 || nextn >= block_count)
+    ThrowError(ErrorCode::kInvalidFormat, "{}: {} = {} must be in [0, block_count {})", f.path(),
+               Key(arch, "nextn_predict_layers"), nextn, block_count);
+  c.num_layers = static_cast<int>(block_count - nextn);
   c.num_heads = static_cast<int>(RequirePositive(f, Key(arch, "attention.head_count")));
   c.num_kv_heads = static_cast<int>(f.GetInt(Key(arch, "attention.head_count_kv")).value_or(c.num_heads));
   if (c.num_kv_heads <= 0 || c.num_heads % c.num_kv_heads != 0)
@@ -256,9 +270,21 @@ ModelConfig GgufModelConfig(const GgufFile& f) {
   c.max_position_embeddings = f.GetInt(Key(arch, "context_length")).value_or(32768);
   c.tie_word_embeddings = f.FindTensor("output.weight") == nullptr;
   c.rope = GgufRope(f, arch, c.head_dim);
+  if (qwen35) {
+    // Interleaved MRoPE; for text the three position streams are equal and it is ordinary RoPE on the
+    // rotary dims (as for the Hugging Face checkpoints). Recorded for completeness.
+    c.rope.mrope_interleaved = true;
+    if (const GgufArray* sections = f.GetArray(Key(arch, "rope.dimension_sections"))) {
+      const auto* values = std::get_if<std::vector<int64_t>>(&sections->values);
+      if (values == nullptr)
+        ThrowError(ErrorCode::kInvalidFormat, "{}: {} must be an integer array", f.path(),
+                   Key(arch, "rope.dimension_sections"));
+      for (int64_t v : *values) c.rope.mrope_section.push_back(static_cast<int>(v));
+    }
+  }
   c.intermediate_size = f.GetInt(Key(arch, "feed_forward_length")).value_or(0);
 
-  if (c.arch == Architecture::kQwen3Next) {
+  if (c.is_hybrid()) {
     int64_t interval = f.GetInt(Key(arch, "full_attention_interval")).value_or(4);
     if (interval <= 0)
       ThrowError(ErrorCode::kInvalidFormat, "{}: full_attention_interval {} must be positive", f.path(), interval);
@@ -277,11 +303,14 @@ ModelConfig GgufModelConfig(const GgufFile& f) {
     // The converter stores the zero-centred norms' weights as 1 + w (in f32), so the standard convention
     // applies to this file.
     c.zero_centered_norm = false;
+    // Qwen3.5's converter reorders the DeltaNet value heads from grouped to tiled order (when nk != nv;
+    // when they are equal the two orders are the same).
+    c.linear_value_heads_tiled = qwen35;
   } else {
     c.layer_types.assign(static_cast<size_t>(c.num_layers), LayerType::kFullAttention);
   }
 
-  if (c.arch != Architecture::kQwen3) {
+  if (c.arch != Architecture::kQwen3 && c.arch != Architecture::kQwen35) {
     c.num_experts = static_cast<int>(RequirePositive(f, Key(arch, "expert_count")));
     c.num_experts_per_tok = static_cast<int>(RequirePositive(f, Key(arch, "expert_used_count")));
     if (c.num_experts_per_tok > c.num_experts)

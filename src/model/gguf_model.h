@@ -2,8 +2,11 @@
 // names the architectures bind (model/qwen3.cpp, model/qwen3_next.cpp), undoing what llama.cpp's
 // converter changed. See docs/gguf.md for the mapping, tensor by tensor.
 //
-// Architectures: qwen3, qwen3moe, qwen3next. (qwen35 / qwen35moe files reorder the DeltaNet value heads
-// into an order our kernels do not take yet; they are refused with kUnsupported.)
+// Architectures: qwen3, qwen3moe, qwen3next, qwen35, qwen35moe; any other is refused with kUnsupported.
+// qwen35 / qwen35moe files hold their DeltaNet value heads in tiled order (the converter reorders them,
+// including the columns of ssm_out, which cannot be undone for block-quantized weights by moving bytes):
+// the config says so (ModelConfig::linear_value_heads_tiled) and the delta rule maps value head h to key
+// head h % nk. Their multi-token-prediction layers (nextn_predict_layers) are not loaded.
 #pragma once
 
 #include <memory>
