@@ -46,9 +46,9 @@ ModelConfig FirstLayers(ModelConfig c, int n) {
 }
 
 DType ParseDummyQuant(const std::string& name) {
-  for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K})
+  for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kF8E4M3B128})
     if (name == DTypeName(t)) return t;
-  ThrowError(ErrorCode::kInvalidArgument, "--dummy-quant: '{}' is not one of q8_0, q4_0, q4_k, q5_k, q6_k", name);
+  ThrowError(ErrorCode::kInvalidArgument, "--dummy-quant: '{}' is not one of q8_0, q4_0, q4_k, q5_k, q6_k, f8_e4m3_b128", name);
 }
 
 // Parameters (elements) of the matrix products one token goes through, excluding the embedding and
@@ -255,8 +255,8 @@ void RegisterBenchCommand(CLI::App& app) {
                   "With --dummy-weights: keep only the first N layers, to measure a model larger than the device "
                   "per layer (a hybrid keeps its layer pattern)");
   cmd->add_option("--dummy-quant", o->dummy_quant,
-                  "With --dummy-weights: make the projection weights random blocks of this GGUF type (q8_0, q4_0, "
-                  "q4_k, q5_k, q6_k); the embedding and the routers stay bf16");
+                  "With --dummy-weights: make the projection weights random blocks of this type (q8_0, q4_0, "
+                  "q4_k, q5_k, q6_k, or f8_e4m3_b128: FP8 checkpoints); the embedding and the routers stay bf16");
   cmd->callback([o] { Run(*o); });
 }
 

@@ -3,6 +3,8 @@
 // or an eighth of a K-quant super-block), computed in the same order as src/quant's CPU decoders.
 #pragma once
 
+#include <cuda_fp8.h>
+
 #include "backend/cuda/device_util.cuh"
 
 namespace infernix::cuda {
@@ -63,6 +65,13 @@ __device__ __forceinline__ void LoadSub(const uint8_t* row, int64_t s, float* v)
       int hi = (qh[i] >> j) & 1;
       v[i] = d * static_cast<float>(((q[i] >> shift) & 0xF) + 16 * hi) - mn;
     }
+  } else if constexpr (T == kF8E4M3B128) {  // f32 scale, 128 E4M3 values (an FP8 checkpoint's block)
+    const uint8_t* b = row + (s / 4) * 132;
+    const float d = *reinterpret_cast<const float*>(b);
+    const uint8_t* q = b + 4 + (s % 4) * 32;
+#pragma unroll
+    for (int i = 0; i < 32; ++i)
+      v[i] = d * __half2float(__half(__nv_cvt_fp8_to_halfraw(static_cast<__nv_fp8_storage_t>(q[i]), __NV_E4M3)));
   } else {  // kQ6_K: ql[128], qh[64], int8 scales[16], f16 d
     const uint8_t* b = row + (s / 8) * 210;
     const int j = static_cast<int>(s % 8), half = j / 4, quarter = j % 4;
@@ -81,11 +90,11 @@ __device__ __forceinline__ void LoadSub(const uint8_t* row, int64_t s, float* v)
 
 template <int T>
 __host__ __device__ constexpr int64_t BlockBytes() {
-  return T == kQ8_0 ? 34 : T == kQ4_0 ? 18 : T == kQ4_K ? 144 : T == kQ5_K ? 176 : 210;
+  return T == kQ8_0 ? 34 : T == kQ4_0 ? 18 : T == kQ4_K ? 144 : T == kQ5_K ? 176 : T == kF8E4M3B128 ? 132 : 210;
 }
 template <int T>
 __host__ __device__ constexpr int64_t BlockValues() {
-  return (T == kQ8_0 || T == kQ4_0) ? 32 : 256;
+  return (T == kQ8_0 || T == kQ4_0) ? 32 : T == kF8E4M3B128 ? 128 : 256;
 }
 
 // Warp dot product of a quantized row (k values) with a row of activations (bf16 or f32, read with
