@@ -30,8 +30,11 @@ std::function<std::string()> CallIdGenerator() {
 }  // namespace
 
 void ConstrainToolCalls(ModelService& service, ChatInput& input, GenerationRequest& request) {
-  if (request.grammar || input.tools.is_null() || input.tools.empty()) return;
+  if (input.tools.is_null() || input.tools.empty()) return;
   const bool forced = input.tool_choice == ToolChoiceMode::kRequired || input.tool_choice == ToolChoiceMode::kNamed;
+  // A forced call has no text answer for a response_format to shape; under auto the output-wide
+  // constraint stays (a lazy call grammar cannot run beside it).
+  if (request.grammar && !forced) return;
   bool any_strict = false;
   for (const auto& t : input.tools) {
     auto it = t["function"].find("strict");

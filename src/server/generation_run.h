@@ -38,12 +38,14 @@ struct PreparedPrompt {
 inline constexpr std::string_view kToolCallOpen = "<tool_call>";
 
 // Constrains tool calls with a grammar built from the tools' schemas, in the template's call form
-// (JSON or XML, ModelService::tool_call_format), unless `request` already has a grammar:
+// (JSON or XML, ModelService::tool_call_format):
 //   - tool_choice required or named: the assistant turn is opened with `<tool_call>\n` (the forced
 //     prefix) and the grammar writes one call to one of the allowed tools (sets
 //     input.tool_call_constrained);
 //   - tool_choice auto with at least one `strict` tool: a lazy grammar (request.grammar_trigger =
-//     `<tool_call>`): the model may answer in text, and a call it opens is constrained to the end.
+//     `<tool_call>`): the model may answer in text, and a call it opens is constrained to the end;
+//     not when `request` already has a grammar (response_format and the like), which then stays.
+// A forced call replaces a grammar `request` already has (there is no text answer to shape).
 // Tools whose schemas cannot be enforced get arguments of any shape; a strict one is a 400 naming
 // its index, name and the schema's JSON pointer.
 void ConstrainToolCalls(ModelService& service, ChatInput& input, GenerationRequest& request);

@@ -127,6 +127,11 @@ test('strict tools under tool_choice auto: a call the model opens is constrained
       assertValid(assert, c.function.name === 'get_time' ? timeParams : weatherParams, args);
     }
   }
+  // A forced call wins over response_format: the turn is a valid call.
+  const both = await openai.chat.completions.create({ model: modelName, messages, tools, tool_choice: 'required',
+    max_tokens: 60, temperature: 1.0, seed: 0, response_format: { type: 'json_object' } });
+  assert.equal(both.choices[0].finish_reason, 'tool_calls');
+  assert.equal(both.choices[0].message.tool_calls.length, 1);
   // strict: null is "not given" (not an error).
   const nullStrict = await openai.chat.completions.create({ model: modelName, messages, max_tokens: 2,
     tools: [{ type: 'function', function: { name: 'get_time', strict: null, parameters: timeParams } }] });
