@@ -16,12 +16,16 @@ __global__ void QuantMoeActKernel(const bf16* x, const int32_t* ids, int top_k, 
   const int64_t tj = blockIdx.x;  // token * top_k + j
   const int64_t i = static_cast<int64_t>(blockIdx.y) * kWarps + (threadIdx.x >> 5);
   const int lane = threadIdx.x & 31;
+  __shared__ uint2 stage[kWarps][QuantStepBytes<T>() / 8 + 1];
   if (i >= ex.inter) return;
+  uint8_t* st = reinterpret_cast<uint8_t*>(stage[threadIdx.x >> 5]);
   const int e = ids[tj];
   const bf16* xt = x + (tj / top_k) * ex.hidden;
   const int64_t row_bytes = QuantRowBytes<T>(ex.hidden);
-  const float g = WarpDotQuantRow<T>(static_cast<const uint8_t*>(ex.gate[e]) + i * row_bytes, xt, ex.hidden, lane);
-  const float u = WarpDotQuantRow<T>(static_cast<const uint8_t*>(ex.up[e]) + i * row_bytes, xt, ex.hidden, lane);
+  const float g =
+      WarpDotQuantRowStaged<T>(static_cast<const uint8_t*>(ex.gate[e]) + i * row_bytes, xt, ex.hidden, lane, st);
+  const float u =
+      WarpDotQuantRowStaged<T>(static_cast<const uint8_t*>(ex.up[e]) + i * row_bytes, xt, ex.hidden, lane, st);
   if (lane == 0) act[tj * ex.inter + i] = Silu(g) * u;
 }
 
@@ -31,13 +35,15 @@ __global__ void QuantMoeDownKernel(const float* act, const float* weights, const
   const int64_t t = blockIdx.x;
   const int64_t o = static_cast<int64_t>(blockIdx.y) * kWarps + (threadIdx.x >> 5);
   const int lane = threadIdx.x & 31;
+  __shared__ uint2 stage[kWarps][QuantStepBytes<T>() / 8 + 1];
   if (o >= ex.hidden) return;
+  uint8_t* st = reinterpret_cast<uint8_t*>(stage[threadIdx.x >> 5]);
   const int64_t row_bytes = QuantRowBytes<T>(ex.inter);
   float total = 0.0f;
   for (int j = 0; j < top_k; ++j) {
     const int e = ids[t * top_k + j];
-    const float d = WarpDotQuantRow<T>(static_cast<const uint8_t*>(ex.down[e]) + o * row_bytes,
-                                       act + (t * top_k + j) * ex.inter, ex.inter, lane);
+    const float d = WarpDotQuantRowStaged<T>(static_cast<const uint8_t*>(ex.down[e]) + o * row_bytes,
+                                             act + (t * top_k + j) * ex.inter, ex.inter, lane, st);
     total += weights[t * top_k + j] * d;
   }
   if (lane == 0) out[t * ex.hidden + o] = __float2bfloat16_rn(total);

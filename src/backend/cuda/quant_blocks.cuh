@@ -97,25 +97,55 @@ __host__ __device__ constexpr int64_t BlockValues() {
   return (T == kQ8_0 || T == kQ4_0) ? 32 : T == kF8E4M3B128 ? 128 : 256;
 }
 
-// Warp dot product of a quantized row (k values) with a row of activations (bf16 or f32, read with
-// LoadAct); every lane gets the sum. Lanes take the row's sub-blocks in turn; a fixed reduction order.
+template <int T>
+__host__ __device__ constexpr int64_t QuantRowBytes(int64_t k) {
+  return k / BlockValues<T>() * BlockBytes<T>();
+}
+
+// Bytes of 32 sub-blocks: the most a warp stages at once.
+template <int T>
+__host__ __device__ constexpr int64_t QuantStepBytes() {
+  return 32 * 32 / BlockValues<T>() * BlockBytes<T>();
+}
+
+// Copies `bytes` bytes from global to shared memory with the whole warp, coalesced: 8-byte words when
+// both ends are 8-byte aligned and the size allows, else single bytes.
+__device__ __forceinline__ void WarpCopyToShared(uint8_t* dst, const uint8_t* src, int64_t bytes, int lane) {
+  if (((reinterpret_cast<uintptr_t>(src) | reinterpret_cast<uintptr_t>(dst) | static_cast<uintptr_t>(bytes)) & 7u) ==
+      0) {
+    const uint2* s = reinterpret_cast<const uint2*>(src);
+    uint2* d = reinterpret_cast<uint2*>(dst);
+    for (int64_t i = lane; i < bytes / 8; i += 32) d[i] = __ldg(s + i);
+  } else {
+    for (int64_t i = lane; i < bytes; i += 32) dst[i] = __ldg(src + i);
+  }
+}
+
+// Warp dot product of a quantized row (k values) with a row of activations (bf16 or f32); every lane
+// gets the sum, reduced in a fixed order. The row is read in coalesced steps of 32 sub-blocks through
+// `stage` (shared memory of QuantStepBytes<T>() bytes, 8-byte aligned, owned by this warp); lane i
+// decodes sub-block i of a step.
 template <int T, typename A>
-__device__ __forceinline__ float WarpDotQuantRow(const uint8_t* row, const A* act, int64_t k, int lane) {
+__device__ __forceinline__ float WarpDotQuantRowStaged(const uint8_t* row, const A* act, int64_t k, int lane,
+                                                       uint8_t* stage) {
+  constexpr int64_t kSubsPerBlock = BlockValues<T>() / 32;
+  const int64_t subs = k / 32;
   float acc = 0.0f, v[32];
-  for (int64_t s = lane; s < k / 32; s += 32) {
-    LoadSub<T>(row, s, v);
-    const A* a = act + s * 32;
+  for (int64_t s0 = 0; s0 < subs; s0 += 32) {
+    const int64_t n_sub = subs - s0 < 32 ? subs - s0 : 32;
+    WarpCopyToShared(stage, row + s0 / kSubsPerBlock * BlockBytes<T>(), n_sub / kSubsPerBlock * BlockBytes<T>(), lane);
+    __syncwarp();
+    if (lane < n_sub) {
+      LoadSub<T>(stage, lane, v);
+      const A* a = act + (s0 + lane) * 32;
 #pragma unroll
-    for (int i = 0; i < 32; ++i) acc += v[i] * ToF(a[i]);
+      for (int i = 0; i < 32; ++i) acc += v[i] * ToF(a[i]);
+    }
+    __syncwarp();
   }
 #pragma unroll
   for (int off = 16; off > 0; off >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, off);
   return acc;
-}
-
-template <int T>
-__host__ __device__ constexpr int64_t QuantRowBytes(int64_t k) {
-  return k / BlockValues<T>() * BlockBytes<T>();
 }
 
 }  // namespace infernix::cuda
