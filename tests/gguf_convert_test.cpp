@@ -1,6 +1,10 @@
-// qwen35 / qwen35moe GGUF files, checked without llama.cpp: the tiny Qwen3.5 fixtures
-// (tests/fixtures/models/qwen3.5-tiny, qwen3.5-moe-tiny) are converted here the way llama.cpp's converter
-// converts them (docs/gguf.md): tensors renamed; the DeltaNet value heads reordered from grouped to tiled
+// GGUF files of every architecture, checked without llama.cpp (whose real files, read from ../shared
+// when present, gguf_model_test checks): the tiny fixtures of tests/fixtures/models are converted here
+// the way llama.cpp's converter converts them (docs/gguf.md), then loaded through LoadGgufModel and
+// compared with transformers' logits. Qwen3 / Qwen3-MoE: tensors renamed, experts stacked. Qwen3-Next:
+// in_proj_qkvz split into attn_qkv (q, k, v of all key-head groups) and attn_gate (z), in_proj_ba kept as
+// ssm_ba, and the conventions below. Qwen3.5 (qwen35 / qwen35moe): tensors renamed; the DeltaNet value
+// heads reordered from grouped to tiled
 // order (the v rows of in_proj_qkv, the rows of in_proj_z/b/a, A_log, dt_bias, the v channels of conv1d,
 // the columns of out_proj); ssm_a = -exp(A_log); 1 + w for the zero-centred norms (f32); the conv weight
 // squeezed to [C, K]; the experts stacked into ffn_*_exps [E, rows, cols]; MTP layers appended to the blocks.
@@ -95,8 +99,14 @@ class Converter {
 
   // Writes the GGUF file to `path`.
   void Write(const std::string& path) {
-    const bool moe = c_.arch == Architecture::kQwen35Moe;
-    const std::string arch = moe ? "qwen35moe" : "qwen35", a = arch + ".";
+    const bool is35 = c_.arch == Architecture::kQwen35 || c_.arch == Architecture::kQwen35Moe;
+    const bool hybrid = c_.is_hybrid(), moe = c_.num_experts > 0;
+    const std::string arch = c_.arch == Architecture::kQwen3      ? "qwen3"
+                             : c_.arch == Architecture::kQwen3Moe ? "qwen3moe"
+                             : c_.arch == Architecture::kQwen3Next ? "qwen3next"
+                             : moe                                 ? "qwen35moe"
+                                                                   : "qwen35";
+    const std::string a = arch + ".";
     const int blocks = c_.num_layers + (options_.mtp_layer ? 1 : 0);
     b_.KvString("general.architecture", arch);
     b_.KvU32(a + "block_count", static_cast<uint32_t>(blocks));
@@ -110,30 +120,32 @@ class Converter {
     b_.KvF32(a + "attention.layer_norm_rms_epsilon", static_cast<float>(c_.rms_norm_eps));
     b_.KvF32(a + "rope.freq_base", static_cast<float>(c_.rope.theta));
     b_.KvU32(a + "rope.dimension_count", static_cast<uint32_t>(c_.rope.rotary_dim));
-    b_.KvI32s(a + "rope.dimension_sections", {11, 11, 10, 0});  // the converter's default (for 64 rotary dims)
-    b_.KvU32(a + "ssm.conv_kernel", static_cast<uint32_t>(c_.linear_conv_kernel_dim));
-    b_.KvU32(a + "ssm.state_size", static_cast<uint32_t>(c_.linear_key_head_dim));
-    b_.KvU32(a + "ssm.group_count", static_cast<uint32_t>(c_.linear_num_key_heads));
-    b_.KvU32(a + "ssm.time_step_rank", static_cast<uint32_t>(c_.linear_num_value_heads));
-    b_.KvU32(a + "ssm.inner_size", static_cast<uint32_t>(c_.linear_num_value_heads * c_.linear_value_head_dim));
-    b_.KvU32(a + "full_attention_interval", 4);
+    if (is35) b_.KvI32s(a + "rope.dimension_sections", {11, 11, 10, 0});  // the converter's default
+    if (hybrid) {
+      b_.KvU32(a + "ssm.conv_kernel", static_cast<uint32_t>(c_.linear_conv_kernel_dim));
+      b_.KvU32(a + "ssm.state_size", static_cast<uint32_t>(c_.linear_key_head_dim));
+      b_.KvU32(a + "ssm.group_count", static_cast<uint32_t>(c_.linear_num_key_heads));
+      b_.KvU32(a + "ssm.time_step_rank", static_cast<uint32_t>(c_.linear_num_value_heads));
+      b_.KvU32(a + "ssm.inner_size", static_cast<uint32_t>(c_.linear_num_value_heads * c_.linear_value_head_dim));
+      b_.KvU32(a + "full_attention_interval", 4);
+    }
     if (moe) {
       b_.KvU32(a + "expert_count", static_cast<uint32_t>(c_.num_experts));
       b_.KvU32(a + "expert_used_count", static_cast<uint32_t>(c_.num_experts_per_tok));
       b_.KvU32(a + "expert_feed_forward_length", static_cast<uint32_t>(c_.moe_intermediate_size));
-      b_.KvU32(a + "expert_shared_feed_forward_length", static_cast<uint32_t>(c_.shared_expert_intermediate_size));
-    } else {
-      b_.KvU32(a + "feed_forward_length", static_cast<uint32_t>(c_.intermediate_size));
+      if (c_.shared_expert_intermediate_size > 0)
+        b_.KvU32(a + "expert_shared_feed_forward_length", static_cast<uint32_t>(c_.shared_expert_intermediate_size));
     }
-    const std::string m = "model.language_model.";
+    if (c_.intermediate_size > 0) b_.KvU32(a + "feed_forward_length", static_cast<uint32_t>(c_.intermediate_size));
+    const std::string m = is35 ? "model.language_model." : "model.";
     Add("token_embd.weight", Get(m + "embed_tokens.weight"));
-    Add("output_norm.weight", PlusOne(Get(m + "norm.weight")));
+    Add("output_norm.weight", Norm(Get(m + "norm.weight")));
     Add("output.weight", Get("lm_head.weight"));
     for (int l = 0; l < c_.num_layers; ++l) Layer(l, m + "layers." + std::to_string(l) + ".");
     if (options_.mtp_layer) {
       // A stand-in for the MTP block's tensors: present in the file, never bound.
       std::string blk = "blk." + std::to_string(c_.num_layers) + ".";
-      Add(blk + "attn_norm.weight", PlusOne(Get(m + "norm.weight")));
+      Add(blk + "attn_norm.weight", Norm(Get(m + "norm.weight")));
       Add(blk + "nextn.eh_proj.weight", Host{{c_.hidden_size, 2 * c_.hidden_size},
                                                std::vector<float>(size_t(2 * c_.hidden_size * c_.hidden_size), 0.5f)});
     }
@@ -150,8 +162,10 @@ class Converter {
     return h;
   }
 
-  static Host PlusOne(Host h) {
-    for (float& x : h.v) x += 1.0f;
+  // The converter stores Qwen3-Next / 3.5's zero-centred norm weights as 1 + w (in f32); Qwen3's as they are.
+  Host Norm(Host h) const {
+    if (c_.zero_centered_norm)
+      for (float& x : h.v) x += 1.0f;
     return h;
   }
 
@@ -184,15 +198,16 @@ class Converter {
 
   void Layer(int l, const std::string& p) {
     const std::string blk = "blk." + std::to_string(l) + ".";
-    Add(blk + "attn_norm.weight", PlusOne(Get(p + "input_layernorm.weight")));
-    Add(blk + "post_attention_norm.weight", PlusOne(Get(p + "post_attention_layernorm.weight")));
+    Add(blk + "attn_norm.weight", Norm(Get(p + "input_layernorm.weight")));
+    Add(blk + (c_.is_hybrid() ? "post_attention_norm.weight" : "ffn_norm.weight"),
+        Norm(Get(p + "post_attention_layernorm.weight")));
     if (c_.layer_types[size_t(l)] == LayerType::kFullAttention) {
       Add(blk + "attn_q.weight", Get(p + "self_attn.q_proj.weight"));
       Add(blk + "attn_k.weight", Get(p + "self_attn.k_proj.weight"));
       Add(blk + "attn_v.weight", Get(p + "self_attn.v_proj.weight"));
       Add(blk + "attn_output.weight", Get(p + "self_attn.o_proj.weight"));
-      Add(blk + "attn_q_norm.weight", PlusOne(Get(p + "self_attn.q_norm.weight")));
-      Add(blk + "attn_k_norm.weight", PlusOne(Get(p + "self_attn.k_norm.weight")));
+      Add(blk + "attn_q_norm.weight", Norm(Get(p + "self_attn.q_norm.weight")));
+      Add(blk + "attn_k_norm.weight", Norm(Get(p + "self_attn.k_norm.weight")));
     } else {
       DeltaNet(blk, p + "linear_attn.");
     }
@@ -211,14 +226,52 @@ class Converter {
         stacked.v.insert(stacked.v.end(), x.v.begin(), x.v.end());
       }
       Add(blk + "ffn_" + proj + "_exps.weight", stacked);
-      Add(blk + "ffn_" + proj + "_shexp.weight", Get(p + "mlp.shared_expert." + proj + "_proj.weight"));
+      if (c_.shared_expert_intermediate_size > 0)
+        Add(blk + "ffn_" + proj + "_shexp.weight", Get(p + "mlp.shared_expert." + proj + "_proj.weight"));
     }
+    if (c_.shared_expert_intermediate_size == 0) return;
     Host gate = Get(p + "mlp.shared_expert_gate.weight");
     gate.shape = {gate.shape[1]};  // [1, H] squeezed
     Add(blk + "ffn_gate_inp_shexp.weight", gate);
   }
 
+  // Qwen3-Next: in_proj_qkvz rows per key head g: q_g [dk], k_g [dk], v_g [r dv], z_g [r dv]; the
+  // converter writes attn_qkv = [q of all g, k of all g, v of all g] and attn_gate = [z of all g], keeps
+  // in_proj_ba as ssm_ba, and reorders no head (no tiling).
+  void DeltaNetNext(const std::string& blk, const std::string& p) {
+    const int64_t nk = c_.linear_num_key_heads, nv = c_.linear_num_value_heads, r = nv / nk;
+    const int64_t dk = c_.linear_key_head_dim, dv = c_.linear_value_head_dim, group = 2 * dk + 2 * r * dv;
+    Host qkvz = Get(p + "in_proj_qkvz.weight");
+    const int64_t cols = qkvz.cols();
+    auto rows = [&](int64_t part_begin, int64_t part_len) {
+      Host h{{nk * part_len, cols}, {}};
+      for (int64_t g = 0; g < nk; ++g)
+        for (int64_t i = 0; i < part_len; ++i) {
+          auto row = qkvz.v.begin() + (g * group + part_begin + i) * cols;
+          h.v.insert(h.v.end(), row, row + cols);
+        }
+      return h;
+    };
+    Host q = rows(0, dk), k = rows(dk, dk), v = rows(2 * dk, r * dv), z = rows(2 * dk + r * dv, r * dv);
+    Host qkv{{q.shape[0] + k.shape[0] + v.shape[0], cols}, q.v};
+    qkv.v.insert(qkv.v.end(), k.v.begin(), k.v.end());
+    qkv.v.insert(qkv.v.end(), v.v.begin(), v.v.end());
+    Add(blk + "attn_qkv.weight", qkv);
+    Add(blk + "attn_gate.weight", z);
+    Add(blk + "ssm_ba.weight", Get(p + "in_proj_ba.weight"));
+    Host a = Get(p + "A_log");
+    for (float& x : a.v) x = -std::exp(x);
+    Add(blk + "ssm_a", a);
+    Add(blk + "ssm_dt.bias", Get(p + "dt_bias"));
+    Host conv = Get(p + "conv1d.weight");
+    conv.shape = {conv.shape[0], conv.shape[2]};  // [C, 1, K] squeezed
+    Add(blk + "ssm_conv1d.weight", conv);
+    Add(blk + "ssm_norm.weight", Get(p + "norm.weight"));
+    Add(blk + "ssm_out.weight", Get(p + "out_proj.weight"));
+  }
+
   void DeltaNet(const std::string& blk, const std::string& p) {
+    if (c_.arch == Architecture::kQwen3Next) return DeltaNetNext(blk, p);
     const int64_t nk = c_.linear_num_key_heads, nv = c_.linear_num_value_heads;
     const int64_t dk = c_.linear_key_head_dim, dv = c_.linear_value_head_dim;
     Host qkv = Get(p + "in_proj_qkv.weight");
@@ -373,6 +426,41 @@ TEST_P(Qwen35Gguf, Q8_0WeightsWithTiledHeads) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, Qwen35Gguf, ::testing::Values("qwen3.5-tiny", "qwen3.5-moe-tiny"),
+                         [](const auto& info) { return testing::ParamName(info.param); });
+
+// Qwen3, Qwen3-MoE and Qwen3-Next files converted from their fixtures reproduce transformers.
+class ConvertedGguf : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ConvertedGguf, ReproducesTransformers) {
+  const std::string model = GetParam();
+  Converter converter(model, ConvertOptions{});
+  const ModelConfig& hf = converter.config();
+  std::string path = ::testing::TempDir() + "/" + testing::ParamName(model) + "-converted.gguf";
+  converter.Write(path);
+  std::shared_ptr<const GgufFile> file = GgufFile::Open(path);
+  ModelConfig c = GgufModelConfig(*file);
+  EXPECT_EQ(c.arch, hf.arch);
+  EXPECT_EQ(c.layer_types, hf.layer_types);
+  EXPECT_EQ(c.mlp_types, hf.mlp_types);
+  EXPECT_EQ(c.norm_topk_prob, hf.norm_topk_prob);
+  EXPECT_FALSE(c.zero_centered_norm);
+  EXPECT_FALSE(c.linear_value_heads_tiled);
+  CpuBackend backend(2);
+  auto loaded = LoadGgufModel(file, backend);
+  testing::Reference ref(model);
+  Comparison cmp = CompareLogits(*loaded, ref);
+  std::cout << "[ metric ] " << model << " as " << file->architecture() << " GGUF (bf16): max |logit - ref| "
+            << cmp.max_diff << " (max |ref| " << cmp.max_ref << "), argmax mismatches " << cmp.argmax_mismatches
+            << "\n";
+  EXPECT_EQ(cmp.argmax_mismatches, 0);
+  EXPECT_LE(cmp.max_diff, 1e-3 * std::max(1.0, cmp.max_ref));
+  std::vector<int32_t> prompt = ref.Ids("generate.prompt_ids"), expected = ref.Ids("generate.new_ids");
+  GreedyOptions g;
+  g.max_new_tokens = static_cast<int>(expected.size());
+  EXPECT_EQ(GreedyGenerate(*loaded, prompt, g), expected);
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, ConvertedGguf, ::testing::Values("qwen3-tiny", "qwen3-moe-tiny", "qwen3-next-tiny"),
                          [](const auto& info) { return testing::ParamName(info.param); });
 
 // An architecture other than the five is still refused, naming it and the supported ones.
