@@ -264,6 +264,11 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, GpuTinyModel,
                          ::testing::ValuesIn(testing::kTinyModels),
                          [](const auto& info) { return testing::ParamName(info.param); });
 
+// FP8 checkpoints (weights repacked to f8_e4m3_b128 at load, run by the quantized kernels) against
+// transformers' logits from the dequantized weights.
+INSTANTIATE_TEST_SUITE_P(Fp8Fixtures, GpuTinyModel, ::testing::Values("qwen3-tiny-fp8", "qwen3-next-tiny-fp8"),
+                         [](const auto& info) { return testing::ParamName(info.param); });
+
 // The real-vocabulary e2e models: greedy chats follow the CPU wherever its choice is clear.
 class GpuE2eModel : public ::testing::TestWithParam<std::string> {};
 
