@@ -16,6 +16,8 @@
 #include "backend/cpu/cpu_backend.h"
 #include "engine/backend_factory.h"
 #include "engine/generator.h"
+#include "formats/gguf.h"
+#include "model/gguf_model.h"
 #include "model/model.h"
 #include "test_util.h"
 
@@ -289,6 +291,32 @@ TEST_P(GpuE2eModel, ReferenceChatsFollowTheCpu) {
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, GpuE2eModel, ::testing::Values("qwen3-e2e", "qwen3-next-e2e"),
                          [](const auto& info) { return testing::ParamName(info.param); });
+
+}  // namespace
+}  // namespace infernix
+
+namespace infernix {
+namespace {
+
+// A GGUF file made by llama.cpp's quantizer (Q3_K_M: Q3_K, Q4_K, Q5_K and Q6_K tensors) on the GPU
+// against the same file on the CPU, within the tolerance above.
+TEST(GpuGguf, QuantizedFileFollowsTheCpu) {
+  REQUIRE_GPU();
+  const std::string path = testing::FixturesDir() + "/gguf/g-qwen3/g-qwen3-Q3_K_M.gguf";
+  std::shared_ptr<const GgufFile> file = GgufFile::Open(path);
+  CpuBackend cpu_backend(4);
+  std::unique_ptr<Backend> gpu_backend = Gpu();
+  auto cpu = LoadGgufModel(file, cpu_backend);
+  auto gpu = LoadGgufModel(file, *gpu_backend);
+  const int64_t vocab = cpu->config().vocab_size;
+  Stats s;
+  for (int n : {1, 9, 70}) {
+    std::vector<int32_t> prompt;
+    for (int i = 0; i < n; ++i) prompt.push_back(static_cast<int32_t>((i * 7919 + 13) % vocab));
+    Accumulate(s, PromptLogits(*gpu, prompt), PromptLogits(*cpu, prompt), vocab);
+  }
+  ExpectWithinTolerance(s, "g-qwen3-Q3_K_M.gguf GPU vs CPU");
+}
 
 }  // namespace
 }  // namespace infernix

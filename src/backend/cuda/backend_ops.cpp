@@ -13,6 +13,7 @@ namespace {
 static_assert(static_cast<int>(DType::kF32) == cuda::kF32 && static_cast<int>(DType::kF16) == cuda::kF16 &&
               static_cast<int>(DType::kBF16) == cuda::kBF16);
 static_assert(static_cast<int>(DType::kQ4_0) == cuda::kQ4_0 && static_cast<int>(DType::kQ8_0) == cuda::kQ8_0 &&
+              static_cast<int>(DType::kQ3_K) == cuda::kQ3_K &&
               static_cast<int>(DType::kQ4_K) == cuda::kQ4_K && static_cast<int>(DType::kQ5_K) == cuda::kQ5_K &&
               static_cast<int>(DType::kQ6_K) == cuda::kQ6_K &&
               static_cast<int>(DType::kF8E4M3B128) == cuda::kF8E4M3B128);

@@ -15,7 +15,7 @@ namespace infernix::cuda {
 // DType codes as the kernels see them (static_cast<int>(DType), checked in backend_ops.cpp).
 constexpr int kF32 = 0, kF16 = 1, kBF16 = 2;
 // Block-quantized weight types (quant.cu).
-constexpr int kQ4_0 = 6, kQ8_0 = 10, kQ4_K = 13, kQ5_K = 14, kQ6_K = 15, kF8E4M3B128 = 18;
+constexpr int kQ4_0 = 6, kQ8_0 = 10, kQ3_K = 12, kQ4_K = 13, kQ5_K = 14, kQ6_K = 15, kF8E4M3B128 = 18;
 
 // Tokens per page of the paged KV cache, and query rows per tile of the flash-attention kernel.
 constexpr int kPageSize = 64;

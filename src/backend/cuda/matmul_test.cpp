@@ -103,7 +103,7 @@ TEST(CudaMatMul, QuantizedWeights) {
   INFX_REQUIRE_GPU();
   Rig rig;
   uint64_t seed = 700;
-  for (DType type : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kF8E4M3B128}) {
+  for (DType type : {DType::kQ8_0, DType::kQ4_0, DType::kQ3_K, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kF8E4M3B128}) {
     for (Shape3 s : {Shape3{1, 4096, 4096}, Shape3{3, 1000, 2048}, Shape3{8, 512, 12288}, Shape3{2, 300, 768},
                       Shape3{40, 1024, 4096}}) {
       HostBuffer packed = RandomQuantBlocks(type, s.m, s.k, seed, 1.0f / std::sqrt(static_cast<float>(s.k)));

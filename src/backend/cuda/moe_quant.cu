@@ -70,6 +70,7 @@ void LaunchQuantMoeExperts(cudaStream_t s, const void* x, const float* weights, 
     case kQ4_0: Run<kQ4_0>(s, x, weights, ids, n, top_k, ex, act, out); break;
     case kQ4_K: Run<kQ4_K>(s, x, weights, ids, n, top_k, ex, act, out); break;
     case kQ5_K: Run<kQ5_K>(s, x, weights, ids, n, top_k, ex, act, out); break;
+    case kQ3_K: Run<kQ3_K>(s, x, weights, ids, n, top_k, ex, act, out); break;
     case kF8E4M3B128: Run<kF8E4M3B128>(s, x, weights, ids, n, top_k, ex, act, out); break;
     default: Run<kQ6_K>(s, x, weights, ids, n, top_k, ex, act, out); break;
   }

@@ -1,7 +1,7 @@
 // GGUF block-quantized weights on the GPU: a dequantizing GEMV for decode (out [n, rows] = x [n, k] @ w^T,
 // n <= kQuantGemvMaxTokens, each packed weight byte read once) and a dequantizer into bf16 rows (for
 // prefill, which then runs the bf16 GEMM, and for embedding lookups). Formats as src/quant/ decodes them
-// on the CPU (docs/quant.md): Q4_0, Q8_0, Q4_K, Q5_K, Q6_K, and FP8 E4M3 with inline 128-value block
+// on the CPU (docs/quant.md): Q4_0, Q8_0, Q3_K, Q4_K, Q5_K, Q6_K, and FP8 E4M3 with inline 128-value block
 // scales (f8_e4m3_b128, what an FP8 checkpoint is repacked into at load).
 //
 // Work unit: a sub-block of 32 consecutive values of one row (a legacy block, or an eighth of a K-quant
@@ -184,7 +184,7 @@ void LaunchDequantT(cudaStream_t st, const void* w, const int32_t* ids, int64_t 
 }  // namespace
 
 bool QuantTypeSupported(int type) {
-  return type == kQ8_0 || type == kQ4_0 || type == kQ4_K || type == kQ5_K || type == kQ6_K || type == kF8E4M3B128;
+  return type == kQ8_0 || type == kQ4_0 || type == kQ3_K || type == kQ4_K || type == kQ5_K || type == kQ6_K || type == kF8E4M3B128;
 }
 
 void LaunchQuantGemv(cudaStream_t s, int type, const void* x, const void* w, void* out, int out_dtype, int64_t n,
@@ -195,6 +195,7 @@ void LaunchQuantGemv(cudaStream_t s, int type, const void* x, const void* w, voi
     case kQ4_0: LaunchGemvT<kQ4_0>(s, x, w, out, out_dtype, n, rows, k); break;
     case kQ4_K: LaunchGemvT<kQ4_K>(s, x, w, out, out_dtype, n, rows, k); break;
     case kQ5_K: LaunchGemvT<kQ5_K>(s, x, w, out, out_dtype, n, rows, k); break;
+    case kQ3_K: LaunchGemvT<kQ3_K>(s, x, w, out, out_dtype, n, rows, k); break;
     case kF8E4M3B128: LaunchGemvT<kF8E4M3B128>(s, x, w, out, out_dtype, n, rows, k); break;
     default: LaunchGemvT<kQ6_K>(s, x, w, out, out_dtype, n, rows, k); break;
   }
@@ -209,6 +210,7 @@ void LaunchDequantRows(cudaStream_t s, int type, const void* w, const int32_t* i
     case kQ4_0: LaunchDequantT<kQ4_0>(s, w, ids, n_table, k, out, out_dtype, n); break;
     case kQ4_K: LaunchDequantT<kQ4_K>(s, w, ids, n_table, k, out, out_dtype, n); break;
     case kQ5_K: LaunchDequantT<kQ5_K>(s, w, ids, n_table, k, out, out_dtype, n); break;
+    case kQ3_K: LaunchDequantT<kQ3_K>(s, w, ids, n_table, k, out, out_dtype, n); break;
     case kF8E4M3B128: LaunchDequantT<kF8E4M3B128>(s, w, ids, n_table, k, out, out_dtype, n); break;
     default: LaunchDequantT<kQ6_K>(s, w, ids, n_table, k, out, out_dtype, n); break;
   }

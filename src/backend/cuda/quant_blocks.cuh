@@ -65,6 +65,28 @@ __device__ __forceinline__ void LoadSub(const uint8_t* row, int64_t s, float* v)
       int hi = (qh[i] >> j) & 1;
       v[i] = d * static_cast<float>(((q[i] >> shift) & 0xF) + 16 * hi) - mn;
     }
+  } else if constexpr (T == kQ3_K) {  // hmask[32], qs[64], 12 bytes of 6-bit scales, f16 d
+    const uint8_t* b = row + (s / 8) * 110;
+    const int j = static_cast<int>(s % 8), half = j / 4, pair = j % 4;
+    const float d_all = Half(b + 108);
+    const uint8_t* sc = b + 96;
+    const uint8_t* q = b + 32 + 32 * half;
+    const int shift = 2 * pair, hbit = 4 * half + pair;
+#pragma unroll
+    for (int h16 = 0; h16 < 2; ++h16) {
+      // Scale index is = 8 * half + 2 * pair + h16: low 4 bits from byte is % 8 (low or high nibble),
+      // high 2 bits from byte 8 + is % 4 (bit pair is / 4), minus 32.
+      const int is = 8 * half + 2 * pair + h16;
+      const int low = (is < 8 ? sc[is] : sc[is - 8] >> 4) & 0xF;
+      const int high = (sc[8 + is % 4] >> (2 * (is / 4))) & 3;
+      const float dl = d_all * static_cast<float>((low | (high << 4)) - 32);
+#pragma unroll
+      for (int i = 0; i < 16; ++i) {
+        const int l = 16 * h16 + i;
+        const int qv = ((q[l] >> shift) & 3) - (((b[l] >> hbit) & 1) ? 0 : 4);
+        v[l] = dl * static_cast<float>(qv);
+      }
+    }
   } else if constexpr (T == kF8E4M3B128) {  // f32 scale, 128 E4M3 values (an FP8 checkpoint's block)
     const uint8_t* b = row + (s / 4) * 132;
     const float d = *reinterpret_cast<const float*>(b);
@@ -90,7 +112,7 @@ __device__ __forceinline__ void LoadSub(const uint8_t* row, int64_t s, float* v)
 
 template <int T>
 __host__ __device__ constexpr int64_t BlockBytes() {
-  return T == kQ8_0 ? 34 : T == kQ4_0 ? 18 : T == kQ4_K ? 144 : T == kQ5_K ? 176 : T == kF8E4M3B128 ? 132 : 210;
+  return T == kQ8_0 ? 34 : T == kQ4_0 ? 18 : T == kQ3_K ? 110 : T == kQ4_K ? 144 : T == kQ5_K ? 176 : T == kF8E4M3B128 ? 132 : 210;
 }
 template <int T>
 __host__ __device__ constexpr int64_t BlockValues() {
