@@ -174,7 +174,7 @@ TEST_P(GpuTinyModel, PromptLogitsMatchTransformers) {
     std::string p = "prompt." + std::to_string(i);
     Accumulate(s, PromptLogits(*model_, ref_->Ids(p + ".ids")), ref_->Floats(p + ".logits"), vocab());
   }
-  EXPECT_GE(s.rows, 64);
+  EXPECT_GE(s.rows, 48);  // every fixture has several prompts (the FP8 ones 48 or more positions)
   ExpectWithinTolerance(s, GetParam() + " prompts");
 }
 
