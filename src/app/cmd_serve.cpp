@@ -133,6 +133,15 @@ void RegisterServeCommand(CLI::App& app) {
                     "Name(s) clients use for the model (repeatable); default: the model folder's name");
   serve->add_option("--max-body-bytes", o->server.max_body_bytes, "Largest request body accepted")
       ->capture_default_str();
+  serve->add_option("--grammar-cache-entries", o->service.grammar_cache_entries,
+                    "Compiled grammars (JSON schemas, GBNF, regex, tool calls) kept across requests, least recently "
+                    "used dropped first")
+      ->capture_default_str()
+      ->check(CLI::Range(size_t{1}, size_t{1} << 20));
+  serve->add_option("--grammar-cache-bytes", o->service.grammar_cache_bytes,
+                    "Bytes of token masks the grammar cache may hold")
+      ->capture_default_str()
+      ->check(CLI::Range(size_t{1} << 20, size_t{1} << 40));
   serve->add_option("--backend", o->service.backend.name,
                     "Compute backend: auto (cuda when a GPU is present, else cpu), cpu or cuda")
       ->capture_default_str();
