@@ -152,6 +152,8 @@ __device__ __forceinline__ float WarpDotQuantRowStaged(const uint8_t* row, const
                                                        uint8_t* stage) {
   constexpr int64_t kSubsPerBlock = BlockValues<T>() / 32;
   const int64_t subs = k / 32;
+  // Activations in 16-byte loads when the row allows (it does for every real model's sizes).
+  const bool vector_act = (reinterpret_cast<uintptr_t>(act) & 15u) == 0;
   float acc = 0.0f, v[32];
   for (int64_t s0 = 0; s0 < subs; s0 += 32) {
     const int64_t n_sub = subs - s0 < 32 ? subs - s0 : 32;
@@ -160,8 +162,18 @@ __device__ __forceinline__ float WarpDotQuantRowStaged(const uint8_t* row, const
     if (lane < n_sub) {
       LoadSub<T>(stage, lane, v);
       const A* a = act + (s0 + lane) * 32;
+      if (vector_act) {
 #pragma unroll
-      for (int i = 0; i < 32; ++i) acc += v[i] * ToF(a[i]);
+        for (int i = 0; i < 32; i += 8) {
+          float av[8];
+          Load8(a + i, av);
+#pragma unroll
+          for (int e = 0; e < 8; ++e) acc += v[i + e] * av[e];
+        }
+      } else {
+#pragma unroll
+        for (int i = 0; i < 32; ++i) acc += v[i] * ToF(a[i]);
+      }
     }
     __syncwarp();
   }
