@@ -9,6 +9,7 @@
 
 #include "grammar/json_schema.h"
 #include "grammar/json_schema_cases.h"
+#include "grammar/test_cases.h"
 #include "grammar/matcher.h"
 #include "grammar/test_vocab.h"
 
@@ -63,6 +64,56 @@ TEST(JsonSchemaTokenTest, CasesOverTheRealVocabulary) {
   EXPECT_GE(testing::SchemaCases().size(), 39u);
   RecordProperty("strings", static_cast<int>(n_strings));
   RecordProperty("tokens", static_cast<int>(n_tokens));
+}
+
+
+// The stack masks built level by level (a trie walk from the top grammar position, each deeper
+// cut refined from the shallower one's uncertain tokens, walks numbering the states they meet)
+// give exactly the masks of a plain trie walk from the real state, on every state along the
+// accepted and (up to the refused token) rejected strings of every schema and grammar case.
+TEST(JsonSchemaTokenTest, LevelMasksEqualFullWalks) {
+  std::vector<std::pair<std::shared_ptr<const CompiledGrammar>, std::vector<std::string>>> cases;
+  for (const testing::SchemaCase& c : testing::SchemaCases()) {
+    std::vector<std::string> texts = c.accept;
+    texts.insert(texts.end(), c.reject.begin(), c.reject.end());
+    cases.emplace_back(std::make_shared<const CompiledGrammar>(JsonSchemaGrammar(nlohmann::ordered_json::parse(c.schema))),
+                       std::move(texts));
+  }
+  for (const testing::GrammarCase& c : testing::GrammarCases()) {
+    std::vector<std::string> texts = c.accept;
+    texts.insert(texts.end(), c.reject.begin(), c.reject.end());
+    cases.emplace_back(std::make_shared<const CompiledGrammar>(testing::BuildGrammar(c)), std::move(texts));
+  }
+  size_t n_states = 0;
+  for (const auto& [grammar, texts] : cases) {
+    auto shared = std::make_shared<TokenGrammar>(grammar, Vocab());
+    for (const std::string& text : texts) {
+      TokenMatcher full(grammar, Vocab(), {kImEnd});
+      full.set_cut_depth(0);
+      TokenMatcher d1(shared, {kImEnd}), d2(shared, {kImEnd}), d4(shared, {kImEnd}), fresh(grammar, Vocab(), {kImEnd});
+      d1.set_cut_depth(1);
+      d2.set_cut_depth(2);
+      std::vector<TokenMatcher*> matchers = {&full, &d1, &d2, &d4, &fresh};
+      for (TokenMatcher* m : matchers) m->set_cache_capacity(0);
+      std::vector<uint32_t> expected(full.mask_words()), mask(full.mask_words());
+      for (int32_t id : Qwen().Encode(text)) {
+        full.FillNextTokenBitmask(expected);
+        ++n_states;
+        for (TokenMatcher* m : matchers) {
+          m->FillNextTokenBitmask(mask);
+          ASSERT_EQ(mask, expected) << "before token " << id << " of " << text;
+        }
+        if (!full.AcceptToken(id)) break;
+        for (TokenMatcher* m : matchers) {
+          if (m != &full) {
+            ASSERT_TRUE(m->AcceptToken(id));
+          }
+        }
+      }
+    }
+  }
+  RecordProperty("states", static_cast<int>(n_states));
+  EXPECT_GT(n_states, 2000u);
 }
 
 }  // namespace

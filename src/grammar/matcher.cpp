@@ -28,6 +28,12 @@ CompiledGrammar::CompiledGrammar(const Grammar& grammar) : classes_(grammar.clas
   }
 }
 
+bool CompiledGrammar::Covers(uint32_t cls, char32_t lo, char32_t hi) const {
+  const CharClass& c = classes_[cls];
+  auto it = std::lower_bound(c.begin(), c.end(), lo, [](const CharRange& r, char32_t v) { return r.hi < v; });
+  return it != c.end() && it->lo <= lo && it->hi >= hi;
+}
+
 std::string MatchState::Key() const {
   std::string key(reinterpret_cast<const char*>(stacks.data()), stacks.size() * sizeof(uint32_t));
   key.append(reinterpret_cast<const char*>(&partial), sizeof(partial));
@@ -192,6 +198,21 @@ bool StackEngine::StepByte(const MatchState& in, uint8_t byte, MatchState* out) 
     if (s > kFrontier && grammar_->Intersects(grammar_->items()[nodes_[s].pos].index, lo, hi)) out->stacks.push_back(s);
   }
   return !out->stacks.empty();
+}
+
+bool StackEngine::PartialIsIrrelevant(const MatchState& s) const {
+  if (s.need == 0) return false;
+  if (s.need + 1 == s.total) {  // the first continuation byte is next: its checks depend on these leads
+    if (s.total == 3 && (s.partial == 0 || s.partial == 0xD)) return false;
+    if (s.total == 4 && (s.partial == 0 || s.partial == 4)) return false;
+  }
+  const int shift = 6 * s.need;
+  const char32_t lo = s.partial << shift;
+  const char32_t hi = std::min<char32_t>(lo | ((char32_t{1} << shift) - 1), 0x10FFFF);
+  for (uint32_t id : s.stacks) {
+    if (id <= kFrontier || !grammar_->Covers(grammar_->items()[nodes_[id].pos].index, lo, hi)) return false;
+  }
+  return true;
 }
 
 GrammarMatcher::GrammarMatcher(std::shared_ptr<const CompiledGrammar> grammar) : engine_(std::move(grammar)) {

@@ -41,6 +41,8 @@ class CompiledGrammar {
     return ClassContains(classes_[cls], cp);
   }
   bool Intersects(uint32_t cls, char32_t lo, char32_t hi) const { return ClassIntersects(classes_[cls], lo, hi); }
+  // Whether the class holds every code point of [lo, hi] (false negatives allowed).
+  bool Covers(uint32_t cls, char32_t lo, char32_t hi) const;
 
  private:
   std::vector<Item> items_;                       // every alternative, each closed by kEnd
@@ -69,6 +71,11 @@ class StackEngine {
   // The state after one more byte; false (with *out unspecified) if no stack can take it.
   bool StepByte(const MatchState& in, uint8_t byte, MatchState* out);
   static bool IsComplete(const MatchState& s) { return s.need == 0 && !s.stacks.empty() && s.stacks[0] == 0; }
+  // Whether `s` is mid-character, every stack's class holds every completion of the bytes so far,
+  // and the next byte's validity checks do not depend on them (not after the leads E0, ED, F0, F4):
+  // then what follows does not depend on s.partial (every valid completion is matched by every
+  // stack), so states differing only in it step alike.
+  bool PartialIsIrrelevant(const MatchState& s) const;
   size_t num_stacks() const { return nodes_.size(); }
 
   // The frontier: a stand-in for "the rest of the stack, unknown". A stack cut below its top

@@ -49,6 +49,12 @@ TokenVocabulary::TokenVocabulary(std::vector<std::string> token_bytes, std::vect
     trie_[path.back()].subtree_end = static_cast<uint32_t>(trie_.size());
     path.pop_back();
   }
+  trie_offsets_.reserve(trie_tokens_.size() + 1);
+  for (int32_t id : trie_tokens_) {
+    trie_offsets_.push_back(static_cast<uint32_t>(trie_bytes_.size()));
+    trie_bytes_ += bytes_[static_cast<size_t>(id)];
+  }
+  trie_offsets_.push_back(static_cast<uint32_t>(trie_bytes_.size()));
 }
 
 std::shared_ptr<const TokenVocabulary> TokenVocabulary::FromTokenizer(const Tokenizer& tokenizer) {
@@ -74,7 +80,7 @@ std::shared_ptr<const StackMask> TokenGrammar::Insert(const std::string& stack_k
   auto [it, inserted] = masks_.try_emplace(stack_key, std::move(stored));
   if (inserted)
     memory_bytes_ += stack_key.size() + sizeof(StackMask) + it->second->accepted.size() * sizeof(uint32_t) +
-                     it->second->uncertain.size() * sizeof(int32_t);
+                     it->second->uncertain.size() * sizeof(uint32_t);
   return it->second;
 }
 
@@ -129,45 +135,159 @@ void TokenMatcher::WalkTrie(const MatchState& state, std::vector<uint32_t>* mask
   }
 }
 
-std::shared_ptr<const StackMask> TokenMatcher::StackMaskOf(uint32_t cut_stack) {
+std::shared_ptr<const StackMask> TokenMatcher::LookupStackMask(uint32_t cut_stack, std::string* key) {
   auto found = stack_masks_.find(cut_stack);
   if (found != stack_masks_.end()) return found->second;
+  *key = matcher_.engine().StackKey(cut_stack);
+  if (auto shared = compiled_->Find(*key)) return stack_masks_.emplace(cut_stack, std::move(shared)).first->second;
+  return nullptr;
+}
+
+StackMask TokenMatcher::WalkCutStack(uint32_t cut_stack) {
+  // The walk meets few distinct states (inside a string, every character leads back to the same
+  // stacks), so states are numbered as they appear and each (state, byte) step is computed once;
+  // a trie node then costs a table lookup.
+  struct WalkState {
+    bool has_frontier, has_real;
+  };
+  constexpr int32_t kUnknown = -1, kRefused = -2;
+  std::vector<WalkState> info;
+  std::vector<MatchState> states;
+  std::unordered_map<std::string, int32_t> ids;
+  std::vector<int32_t> step;  // per state, 256 entries
+  step.reserve(size_t{4096} * 256);
+  ids.reserve(4096);
   StackEngine& engine = matcher_.engine();
-  const std::string key = engine.StackKey(cut_stack);
-  if (auto shared = compiled_->Find(key)) return stack_masks_.emplace(cut_stack, std::move(shared)).first->second;
+  auto intern = [&](MatchState state) {
+    // States mid-character whose partial bits cannot matter share one number (the first one met
+    // stands for all of them).
+    std::string key = state.Key();
+    if (engine.PartialIsIrrelevant(state)) std::fill_n(key.end() - 6, 4, '\xFF');
+    auto [it, inserted] = ids.try_emplace(std::move(key), static_cast<int32_t>(states.size()));
+    if (inserted) {
+      const bool frontier = std::binary_search(state.stacks.begin(), state.stacks.end(), StackEngine::kFrontier);
+      info.push_back({frontier, state.stacks.size() > (frontier ? 1u : 0u)});
+      states.push_back(std::move(state));
+      step.resize(step.size() + 256, kUnknown);
+    }
+    return it->second;
+  };
   StackMask result;
   result.accepted.assign(mask_words(), 0);
   const auto& trie = vocab_->trie();
   const auto& tokens = vocab_->trie_tokens();
-  scratch_[0] = MatchState{{cut_stack}};
+  std::vector<int32_t> at(scratch_.size());  // per depth: the state after the path's bytes
+  at[0] = intern(MatchState{{cut_stack}});
   tainted_.assign(scratch_.size(), 0);
+  MatchState next;
   for (uint32_t i = 1; i < trie.size();) {
     const TokenVocabulary::TrieNode& node = trie[i];
     const bool tainted_above = tainted_[node.depth - 1u] != 0;
-    MatchState& next = scratch_[node.depth];
-    if (!engine.StepByte(scratch_[node.depth - 1u], node.byte, &next)) {
+    const auto from = static_cast<size_t>(at[node.depth - 1u]);
+    int32_t to = step[from * 256 + node.byte];
+    if (to == kUnknown) {
+      to = engine.StepByte(states[from], node.byte, &next) ? intern(next) : kRefused;
+      step[from * 256 + node.byte] = to;
+    }
+    if (to == kRefused) {
       if (tainted_above) {  // a run left the cut frames earlier: the parent decides the whole subtree
         for (uint32_t t = trie[i].token_begin; t < trie[node.subtree_end - 1].token_end; ++t) {
-          result.uncertain.push_back(tokens[t]);
+          result.uncertain.push_back(t);
         }
       }
       i = node.subtree_end;
       continue;
     }
-    const bool has_frontier = std::binary_search(next.stacks.begin(), next.stacks.end(), StackEngine::kFrontier);
-    const bool has_real = next.stacks.size() > (has_frontier ? 1u : 0u);
-    tainted_[node.depth] = tainted_above || has_frontier;
+    at[node.depth] = to;
+    const WalkState w = info[static_cast<size_t>(to)];
+    tainted_[node.depth] = tainted_above || w.has_frontier;
     for (uint32_t t = node.token_begin; t < node.token_end; ++t) {
       const auto id = static_cast<uint32_t>(tokens[t]);
-      if (has_real) {
+      if (w.has_real) {
         result.accepted[id >> 5] |= uint32_t{1} << (id & 31);
       } else {
-        result.uncertain.push_back(tokens[t]);
+        result.uncertain.push_back(t);
       }
     }
     ++i;
   }
-  return stack_masks_.emplace(cut_stack, compiled_->Insert(key, std::move(result))).first->second;
+  return result;
+}
+
+StackMask TokenMatcher::RefineCutStack(uint32_t cut_stack, const StackMask& shallower) {
+  // Tokens the shallower cut accepted stay accepted (their runs never left the frames both cuts
+  // share); tokens it refused without reaching its frontier stay refused. Only its uncertain tokens
+  // are walked, in trie order, each resuming from the prefix it shares with the previous one.
+  StackMask result;
+  result.accepted = shallower.accepted;
+  StackEngine& engine = matcher_.engine();
+  scratch_[0] = MatchState{{cut_stack}};
+  tainted_.assign(scratch_.size(), 0);
+  const std::vector<uint32_t>& list = shallower.uncertain;
+  const auto& tokens = vocab_->trie_tokens();
+  std::string_view previous;
+  size_t valid = 0;  // scratch_[0..valid] hold the states after previous[0..valid)
+  for (size_t k = 0; k < list.size(); ++k) {
+    const uint32_t t = list[k];
+    const std::string_view bytes = vocab_->trie_token_bytes(t);
+    size_t d = 0;
+    while (d < valid && d < bytes.size() && bytes[d] == previous[d]) ++d;
+    while (d < bytes.size()) {
+      MatchState& next = scratch_[d + 1];
+      if (!engine.StepByte(scratch_[d], static_cast<uint8_t>(bytes[d]), &next)) break;
+      tainted_[d + 1] = tainted_[d] || std::binary_search(next.stacks.begin(), next.stacks.end(), StackEngine::kFrontier);
+      ++d;
+    }
+    previous = bytes;
+    valid = d;
+    if (d < bytes.size()) {
+      // Refused at byte d: so is every following token with the same first d + 1 bytes.
+      const std::string_view prefix = bytes.substr(0, d + 1);
+      size_t end = k + 1;
+      while (end < list.size() && vocab_->trie_token_bytes(list[end]).starts_with(prefix)) ++end;
+      if (tainted_[d]) result.uncertain.insert(result.uncertain.end(), list.begin() + static_cast<ptrdiff_t>(k),
+                                               list.begin() + static_cast<ptrdiff_t>(end));
+      k = end - 1;
+      continue;
+    }
+    const MatchState& last = scratch_[d];
+    const bool has_frontier = std::binary_search(last.stacks.begin(), last.stacks.end(), StackEngine::kFrontier);
+    if (last.stacks.size() > (has_frontier ? 1u : 0u)) {
+      const auto u = static_cast<uint32_t>(tokens[t]);
+      result.accepted[u >> 5] |= uint32_t{1} << (u & 31);
+    } else {
+      result.uncertain.push_back(t);
+    }
+  }
+  return result;
+}
+
+// Above this many uncertain tokens a level is walked over the whole trie rather than refined from
+// the shallower one (the walk skips refused subtrees; the refinement visits each token).
+constexpr size_t kRefineLimit = 20000;
+
+std::shared_ptr<const StackMask> TokenMatcher::StackMaskOf(uint32_t stack) {
+  StackEngine& engine = matcher_.engine();
+  std::string key;
+  const uint32_t cut = engine.Truncate(stack, cut_depth_);
+  if (auto mask = LookupStackMask(cut, &key)) return mask;
+  // Build the levels from the top frame down: level 1 (the top grammar position alone) is a trie
+  // walk, each deeper level refines the one above it.
+  std::shared_ptr<const StackMask> mask;
+  uint32_t previous_cut = UINT32_MAX;
+  for (int depth = 1; depth <= cut_depth_; ++depth) {
+    const uint32_t level_cut = depth == cut_depth_ ? cut : engine.Truncate(stack, depth);
+    if (level_cut == previous_cut) break;  // the stack is no deeper than the previous level
+    previous_cut = level_cut;
+    if (auto found = LookupStackMask(level_cut, &key)) {
+      mask = std::move(found);
+      continue;
+    }
+    StackMask computed = mask == nullptr || mask->uncertain.size() > kRefineLimit ? WalkCutStack(level_cut)
+                                                                                  : RefineCutStack(level_cut, *mask);
+    mask = stack_masks_.emplace(level_cut, compiled_->Insert(key, std::move(computed))).first->second;
+  }
+  return mask;
 }
 
 void TokenMatcher::ComputeMask(const MatchState& state, std::vector<uint32_t>* mask) {
@@ -179,23 +299,31 @@ void TokenMatcher::ComputeMask(const MatchState& state, std::vector<uint32_t>* m
   StackEngine& engine = matcher_.engine();
   for (uint32_t s : state.stacks) {
     if (s == 0) continue;
-    const std::shared_ptr<const StackMask> part = StackMaskOf(engine.Truncate(s, cut_depth_));
+    const std::shared_ptr<const StackMask> part = StackMaskOf(s);
     for (size_t w = 0; w < mask->size(); ++w) (*mask)[w] |= part->accepted[w];
     // Recheck the uncertain tokens from the real state. They are in trie order, so each walk
-    // resumes from the states of the longest prefix it shares with the previous one.
+    // resumes from the states of the longest prefix it shares with the previous one, and a refused
+    // prefix skips the tokens that share it.
     scratch_[0] = state;
+    const std::vector<uint32_t>& list = part->uncertain;
+    const auto& tokens = vocab_->trie_tokens();
     std::string_view previous;
     size_t valid = 0;  // scratch_[0..valid] hold the states after previous[0..valid)
-    for (int32_t id : part->uncertain) {
-      const auto u = static_cast<uint32_t>(id);
+    for (size_t k = 0; k < list.size(); ++k) {
+      const auto u = static_cast<uint32_t>(tokens[list[k]]);
       if (((*mask)[u >> 5] >> (u & 31)) & 1) continue;
-      const std::string_view bytes = vocab_->bytes(id);
+      const std::string_view bytes = vocab_->trie_token_bytes(list[k]);
       size_t d = 0;
       while (d < valid && d < bytes.size() && bytes[d] == previous[d]) ++d;
       while (d < bytes.size() && engine.StepByte(scratch_[d], static_cast<uint8_t>(bytes[d]), &scratch_[d + 1])) ++d;
       previous = bytes;
       valid = d;
-      if (d == bytes.size()) (*mask)[u >> 5] |= uint32_t{1} << (u & 31);
+      if (d == bytes.size()) {
+        (*mask)[u >> 5] |= uint32_t{1} << (u & 31);
+      } else {
+        const std::string_view prefix = bytes.substr(0, d + 1);
+        while (k + 1 < list.size() && vocab_->trie_token_bytes(list[k + 1]).starts_with(prefix)) ++k;
+      }
     }
   }
 }

@@ -50,6 +50,11 @@ class TokenVocabulary {
   const std::vector<TrieNode>& trie() const { return trie_; }
   const std::vector<int32_t>& trie_tokens() const { return trie_tokens_; }
   size_t max_depth() const { return max_depth_; }
+  // The bytes of trie_tokens()[t], from a buffer laid out in trie order (walks over trie-ordered
+  // token lists read it sequentially).
+  std::string_view trie_token_bytes(uint32_t t) const {
+    return std::string_view(trie_bytes_).substr(trie_offsets_[t], trie_offsets_[t + 1] - trie_offsets_[t]);
+  }
 
  private:
   std::vector<std::string> bytes_;
@@ -57,12 +62,16 @@ class TokenVocabulary {
   std::vector<TrieNode> trie_;  // preorder; trie_[0] is the root
   std::vector<int32_t> trie_tokens_;
   size_t max_depth_ = 0;
+  std::string trie_bytes_;              // the bytes of trie_tokens_, concatenated
+  std::vector<uint32_t> trie_offsets_;  // per trie token: where its bytes start; one more at the end
 };
 
 // The context-independent part of the mask of one cut stack.
 struct StackMask {
   std::vector<uint32_t> accepted;  // bitmask: accepted whatever lies below the cut
-  std::vector<int32_t> uncertain;  // token ids that pop below the cut: recheck in context
+  // Tokens that pop below the cut (recheck in context), as increasing indices into
+  // TokenVocabulary::trie_tokens() (trie order).
+  std::vector<uint32_t> uncertain;
 };
 
 // The compiled form of one (grammar, vocabulary) pair: the per-cut-stack masks, computed on first
@@ -126,7 +135,14 @@ class TokenMatcher {
   void ComputeMask(const MatchState& state, std::vector<uint32_t>* mask);
   // The plain trie walk from `state` (used mid-character).
   void WalkTrie(const MatchState& state, std::vector<uint32_t>* mask);
-  std::shared_ptr<const StackMask> StackMaskOf(uint32_t cut_stack);
+  // The mask of `stack` cut to cut_depth_ frames, built level by level (see StackMaskOf in the .cpp).
+  std::shared_ptr<const StackMask> StackMaskOf(uint32_t stack);
+  // The stored mask of a cut stack (this matcher's, else the TokenGrammar's); else null, *key set.
+  std::shared_ptr<const StackMask> LookupStackMask(uint32_t cut_stack, std::string* key);
+  // The full trie walk from a cut stack.
+  StackMask WalkCutStack(uint32_t cut_stack);
+  // The mask of a cut stack from that of the same stack cut one frame shallower.
+  StackMask RefineCutStack(uint32_t cut_stack, const StackMask& shallower);
   bool IsEos(int32_t id) const;
 
   std::shared_ptr<TokenGrammar> compiled_;
