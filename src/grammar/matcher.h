@@ -89,6 +89,11 @@ class StackEngine {
   // The grammar positions of `stack`, top first (then a frontier mark if it ends in one): a key
   // that means the same stack in every StackEngine of the grammar.
   std::string StackKey(uint32_t stack) const;
+  // Whether the top of `stack` (a class) is the last item of its alternative: after one character
+  // a run pops to the frame below.
+  bool TopEndsAlternative(uint32_t stack) const {
+    return stack > kFrontier && grammar_->items()[nodes_[stack].pos + 1].kind == CompiledGrammar::Kind::kEnd;
+  }
 
  private:
   struct Node {

@@ -272,10 +272,13 @@ std::shared_ptr<const StackMask> TokenMatcher::StackMaskOf(uint32_t stack) {
   const uint32_t cut = engine.Truncate(stack, cut_depth_);
   if (auto mask = LookupStackMask(cut, &key)) return mask;
   // Build the levels from the top frame down: level 1 (the top grammar position alone) is a trie
-  // walk, each deeper level refines the one above it.
+  // walk, each deeper level refines the one above it (or is walked when that one is too vague).
   std::shared_ptr<const StackMask> mask;
   uint32_t previous_cut = UINT32_MAX;
   for (int depth = 1; depth <= cut_depth_; ++depth) {
+    // A top class that ends its alternative pops after one character, so nearly every token it
+    // takes would be uncertain at level 1: start at level 2.
+    if (depth == 1 && depth < cut_depth_ && engine.TopEndsAlternative(stack)) continue;
     const uint32_t level_cut = depth == cut_depth_ ? cut : engine.Truncate(stack, depth);
     if (level_cut == previous_cut) break;  // the stack is no deeper than the previous level
     previous_cut = level_cut;
