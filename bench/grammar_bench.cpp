@@ -10,7 +10,8 @@
 //                    passes), so states repeat; the steady state of a long generation.
 //   BM_StepFresh:    a new matcher per document over a TokenGrammar shared by all of them
 //                    (per-stack masks warm, per-state mask cache cold): a new request with a
-//                    grammar seen before.
+//                    grammar seen before. stack_masks / mask_MiB: what the document's masks
+//                    hold in the TokenGrammar (what the server's grammar cache keeps).
 //   BM_StepCold:     a new TokenGrammar and matcher per document: the first request with a
 //                    new grammar (includes computing every per-stack mask it meets).
 //   BM_BuildVocabulary / BM_CompileJson / BM_CompileSchema: the one-off costs.
@@ -188,6 +189,8 @@ void BM_StepFresh(benchmark::State& state, const Workload& w) {
   SetCounters(state, w.doc);
   state.counters["cache_hit_rate"] = hits / total;
   state.counters["slowest_step"] = *std::max_element(best.begin(), best.end());
+  state.counters["stack_masks"] = static_cast<double>(compiled->size());
+  state.counters["mask_MiB"] = static_cast<double>(compiled->memory_bytes()) / (1 << 20);
 }
 BENCHMARK_CAPTURE(BM_StepFresh, json, JsonWorkload())->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_StepFresh, schema, SchemaWorkload())->Unit(benchmark::kMillisecond);

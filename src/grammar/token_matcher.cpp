@@ -68,6 +68,23 @@ std::shared_ptr<const TokenVocabulary> TokenVocabulary::FromTokenizer(const Toke
   return std::make_shared<const TokenVocabulary>(std::move(bytes), std::move(special));
 }
 
+void StackMask::OrAcceptedInto(std::vector<uint32_t>* mask) const {
+  if (accepted.empty()) {
+    for (int32_t id : accepted_ids) (*mask)[static_cast<size_t>(id) >> 5] |= uint32_t{1} << (id & 31);
+  } else {
+    for (size_t w = 0; w < mask->size(); ++w) (*mask)[w] |= accepted[w];
+  }
+}
+
+void StackMask::Compact() {
+  if (accepted.empty() || num_accepted > accepted.size() / 4) return;  // ids would take over a quarter
+  accepted_ids.reserve(num_accepted);
+  for (size_t w = 0; w < accepted.size(); ++w)
+    for (uint32_t bits = accepted[w]; bits != 0; bits &= bits - 1)
+      accepted_ids.push_back(static_cast<int32_t>(w * 32 + static_cast<size_t>(__builtin_ctz(bits))));
+  accepted = {};
+}
+
 std::shared_ptr<const StackMask> TokenGrammar::Find(const std::string& stack_key) const {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = masks_.find(stack_key);
@@ -80,6 +97,7 @@ std::shared_ptr<const StackMask> TokenGrammar::Insert(const std::string& stack_k
   auto [it, inserted] = masks_.try_emplace(stack_key, std::move(stored));
   if (inserted)
     memory_bytes_ += stack_key.size() + sizeof(StackMask) + it->second->accepted.size() * sizeof(uint32_t) +
+                     it->second->accepted_ids.size() * sizeof(int32_t) +
                      it->second->uncertain.size() * sizeof(uint32_t);
   return it->second;
 }
@@ -205,6 +223,7 @@ StackMask TokenMatcher::WalkCutStack(uint32_t cut_stack) {
       const auto id = static_cast<uint32_t>(tokens[t]);
       if (w.has_real) {
         result.accepted[id >> 5] |= uint32_t{1} << (id & 31);
+        ++result.num_accepted;
       } else {
         result.uncertain.push_back(t);
       }
@@ -219,7 +238,9 @@ StackMask TokenMatcher::RefineCutStack(uint32_t cut_stack, const StackMask& shal
   // share); tokens it refused without reaching its frontier stay refused. Only its uncertain tokens
   // are walked, in trie order, each resuming from the prefix it shares with the previous one.
   StackMask result;
-  result.accepted = shallower.accepted;
+  result.accepted.assign(mask_words(), 0);
+  shallower.OrAcceptedInto(&result.accepted);
+  result.num_accepted = shallower.num_accepted;
   StackEngine& engine = matcher_.engine();
   scratch_[0] = MatchState{{cut_stack}};
   tainted_.assign(scratch_.size(), 0);
@@ -255,6 +276,7 @@ StackMask TokenMatcher::RefineCutStack(uint32_t cut_stack, const StackMask& shal
     if (last.stacks.size() > (has_frontier ? 1u : 0u)) {
       const auto u = static_cast<uint32_t>(tokens[t]);
       result.accepted[u >> 5] |= uint32_t{1} << (u & 31);
+      ++result.num_accepted;
     } else {
       result.uncertain.push_back(t);
     }
@@ -288,6 +310,7 @@ std::shared_ptr<const StackMask> TokenMatcher::StackMaskOf(uint32_t stack) {
     }
     StackMask computed = mask == nullptr || mask->uncertain.size() > kRefineLimit ? WalkCutStack(level_cut)
                                                                                   : RefineCutStack(level_cut, *mask);
+    computed.Compact();
     mask = stack_masks_.emplace(level_cut, compiled_->Insert(key, std::move(computed))).first->second;
   }
   return mask;
@@ -303,7 +326,7 @@ void TokenMatcher::ComputeMask(const MatchState& state, std::vector<uint32_t>* m
   for (uint32_t s : state.stacks) {
     if (s == 0) continue;
     const std::shared_ptr<const StackMask> part = StackMaskOf(s);
-    for (size_t w = 0; w < mask->size(); ++w) (*mask)[w] |= part->accepted[w];
+    part->OrAcceptedInto(mask);
     // Recheck the uncertain tokens from the real state. They are in trie order, so each walk
     // resumes from the states of the longest prefix it shares with the previous one, and a refused
     // prefix skips the tokens that share it.

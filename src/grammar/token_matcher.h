@@ -68,7 +68,15 @@ class TokenVocabulary {
 
 // The context-independent part of the mask of one cut stack.
 struct StackMask {
-  std::vector<uint32_t> accepted;  // bitmask: accepted whatever lies below the cut
+  // Accepted whatever lies below the cut: a bitmask, or (when few, to save memory; then the
+  // bitmask is empty) the token ids.
+  std::vector<uint32_t> accepted;
+  std::vector<int32_t> accepted_ids;
+  size_t num_accepted = 0;
+  // ORs the accepted tokens into `mask` (mask_words() words).
+  void OrAcceptedInto(std::vector<uint32_t>* mask) const;
+  // Stores the accepted tokens as ids when that is smaller than the bitmask.
+  void Compact();
   // Tokens that pop below the cut (recheck in context), as increasing indices into
   // TokenVocabulary::trie_tokens() (trie order).
   std::vector<uint32_t> uncertain;
