@@ -8,7 +8,9 @@
 // stack cut to its top frames (StackEngine::Truncate) and is cached: tokens a cut run accepts are
 // accepted in any context; tokens rejected before any run reached the frontier are rejected in any
 // context; the rest ("uncertain": they pop below the cut) are rechecked one by one from the real
-// state. On top of that, whole masks are cached by match state.
+// state. A cut stack's mask is built from the same stack cut one frame shallower (only that one's
+// uncertain tokens are re-walked), down to the top grammar position alone, which is a trie walk.
+// On top of that, whole masks are cached by match state.
 #pragma once
 
 #include <cstdint>
