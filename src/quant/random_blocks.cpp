@@ -2,7 +2,13 @@
 
 #include <cstring>
 
+#include <algorithm>
+#include <functional>
+#include <memory>
+#include <thread>
+
 #include "base/check.h"
+#include "base/thread_pool.h"
 
 namespace infernix {
 namespace {
@@ -25,18 +31,34 @@ HostBuffer RandomQuantBlocks(DType type, int64_t rows, int64_t k, uint64_t seed,
   INFX_CHECK(IsBlockQuantized(type));
   HostBuffer buffer(type, Shape{rows, k});
   auto* bytes = static_cast<uint8_t*>(buffer.view().data);
-  const size_t total = buffer.size_bytes(), block = DTypeBlockBytes(type);
-  for (size_t i = 0; i < total; i += 8) {
-    uint64_t r = Mix(seed * 0x100000001b3ull + i);
-    std::memcpy(bytes + i, &r, std::min<size_t>(8, total - i));
-  }
-  if (type == DType::kF8E4M3B128) {  // f32 scales; E4M3 bytes without NaN (0x7f, 0xff)
-    for (size_t b = 0; b < total; b += block) {
-      float d = scale / 448 * (0.5f + static_cast<float>(Mix(seed + b) >> 40) / 33554432.0f);
-      std::memcpy(bytes + b, &d, 4);
-      for (size_t j = 4; j < block; ++j)
-        if ((bytes[b + j] & 0x7f) == 0x7f) bytes[b + j] &= 0xfe;
+  const size_t total = buffer.size_bytes(), block = DTypeBlockBytes(type), n_blocks = total / block;
+  // Every byte is a function of (seed, offset) alone, so large tensors are filled on several threads
+  // (dummy weights of tens of GB) with the same result.
+  std::unique_ptr<ThreadPool> pool;
+  if (total >= (size_t{1} << 24))
+    pool = std::make_unique<ThreadPool>(std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 16));
+  auto parallel = [&](size_t n, const std::function<void(size_t, size_t)>& fn) {
+    if (pool) {
+      pool->ParallelFor(n, std::max<size_t>(1, n / 256), fn);
+    } else {
+      fn(0, n);
     }
+  };
+  parallel((total + 7) / 8, [&](size_t w0, size_t w1) {
+    for (size_t w = w0; w < w1; ++w) {
+      uint64_t r = Mix(seed * 0x100000001b3ull + 8 * w);
+      std::memcpy(bytes + 8 * w, &r, std::min<size_t>(8, total - 8 * w));
+    }
+  });
+  if (type == DType::kF8E4M3B128) {  // f32 scales; E4M3 bytes without NaN (0x7f, 0xff)
+    parallel(n_blocks, [&](size_t b0, size_t b1) {
+      for (size_t b = b0 * block; b < b1 * block; b += block) {
+        float d = scale / 448 * (0.5f + static_cast<float>(Mix(seed + b) >> 40) / 33554432.0f);
+        std::memcpy(bytes + b, &d, 4);
+        for (size_t j = 4; j < block; ++j)
+          if ((bytes[b + j] & 0x7f) == 0x7f) bytes[b + j] &= 0xfe;
+      }
+    });
     return buffer;
   }
   // Scale fields: (offset of the f16 scale, offset of an f16 min or -1, value of the scale).
@@ -57,11 +79,13 @@ HostBuffer RandomQuantBlocks(DType type, int64_t rows, int64_t k, uint64_t seed,
     case DType::kIQ4_XS: d = scale / 4096; break;
     default: break;
   }
-  for (size_t b = 0; b < total; b += block) {
-    float u = 0.5f + static_cast<float>(Mix(seed + b) >> 40) / 33554432.0f;  // [0.5, 1)
-    PutHalf(bytes + b + d_at, d * u);
-    if (min_at >= 0) PutHalf(bytes + b + min_at, d * u * 0.5f);
-  }
+  parallel(n_blocks, [&](size_t b0, size_t b1) {
+    for (size_t b = b0 * block; b < b1 * block; b += block) {
+      float u = 0.5f + static_cast<float>(Mix(seed + b) >> 40) / 33554432.0f;  // [0.5, 1)
+      PutHalf(bytes + b + d_at, d * u);
+      if (min_at >= 0) PutHalf(bytes + b + min_at, d * u * 0.5f);
+    }
+  });
   return buffer;
 }
 
