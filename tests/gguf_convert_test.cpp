@@ -25,6 +25,7 @@
 #include "formats/gguf_test_builder.h"
 #include "model/gguf_model.h"
 #include "model/model.h"
+#include "logits_check.h"
 #include "test_util.h"
 
 namespace infernix {
@@ -315,34 +316,8 @@ std::string Convert(const std::string& model, const ConvertOptions& options, con
   return path;
 }
 
-struct Comparison {
-  double max_diff = 0, max_ref = 0;
-  int argmax_mismatches = 0;
-};
-
-// Logits of every reference prompt against transformers', or against `other`'s when given.
-Comparison CompareLogits(Model& model, const testing::Reference& ref, Model* other = nullptr) {
-  Comparison c;
-  const int64_t vocab = model.config().vocab_size;
-  for (int p = 0; ref.Has("prompt." + std::to_string(p) + ".ids"); ++p) {
-    std::vector<int32_t> prompt = ref.Ids("prompt." + std::to_string(p) + ".ids");
-    std::vector<float> expected =
-        other != nullptr ? PromptLogits(*other, prompt) : ref.Floats("prompt." + std::to_string(p) + ".logits");
-    std::vector<float> got = PromptLogits(model, prompt);
-    EXPECT_EQ(got.size(), expected.size());
-    if (got.size() != expected.size()) return c;
-    for (size_t r = 0; r < prompt.size(); ++r) {
-      const float* g = got.data() + r * size_t(vocab);
-      const float* e = expected.data() + r * size_t(vocab);
-      if (Argmax(g, vocab) != Argmax(e, vocab)) ++c.argmax_mismatches;
-      for (int64_t i = 0; i < vocab; ++i) {
-        c.max_ref = std::max(c.max_ref, std::abs(double(e[i])));
-        c.max_diff = std::max(c.max_diff, std::abs(double(g[i]) - e[i]));
-      }
-    }
-  }
-  return c;
-}
+using Comparison = testing::LogitComparison;
+using testing::ComparePromptLogits;
 
 class Qwen35Gguf : public ::testing::TestWithParam<std::string> {};
 
@@ -371,24 +346,15 @@ TEST_P(Qwen35Gguf, ReproducesTransformers) {
   CpuBackend backend(2);
   auto loaded = LoadGgufModel(file, backend);
   testing::Reference ref(model);
-  Comparison cmp = CompareLogits(*loaded, ref);
-  std::cout << "[ metric ] " << model << " as qwen35 GGUF (bf16, tiled heads): max |logit - ref| " << cmp.max_diff
-            << " (max |ref| " << cmp.max_ref << "), argmax mismatches " << cmp.argmax_mismatches << "\n";
-  EXPECT_EQ(cmp.argmax_mismatches, 0);
-  EXPECT_LE(cmp.max_diff, 1e-3 * std::max(1.0, cmp.max_ref));
-
-  std::vector<int32_t> prompt = ref.Ids("generate.prompt_ids"), expected = ref.Ids("generate.new_ids");
-  GreedyOptions g;
-  g.max_new_tokens = static_cast<int>(expected.size());
-  EXPECT_EQ(GreedyGenerate(*loaded, prompt, g), expected);
+  testing::ExpectReproducesReference(*loaded, ref, model + " as qwen35 GGUF (bf16, tiled heads)");
 
   // The same file run with the grouped mapping is wrong: the test sees the mapping.
   ModelConfig grouped = c;
   grouped.linear_value_heads_tiled = false;
   Model wrong(grouped, MakeGgufWeightSource(file, grouped), backend);
-  Comparison bad = CompareLogits(wrong, ref);
-  std::cout << "[ metric ]   the same file with grouped heads: max |logit - ref| " << bad.max_diff << "\n";
-  EXPECT_GT(bad.max_diff, 1e-2 * std::max(1.0, bad.max_ref));
+  Comparison bad = ComparePromptLogits(wrong, ref);
+  std::cout << "[ metric ]   the same file with grouped heads: max |logit - ref| " << bad.max_abs_diff << "\n";
+  EXPECT_GT(bad.max_abs_diff, 1e-2 * std::max(1.0, bad.max_abs_ref));
 }
 
 // Q8_0 weights whose value heads are tiled: in_proj_qkv (tiled rows) and out_proj (tiled columns) of the
@@ -415,14 +381,14 @@ TEST_P(Qwen35Gguf, Q8_0WeightsWithTiledHeads) {
   auto quantized = LoadGgufModel(q8_file, backend);
   auto dequantized = LoadGgufModel(GgufFile::Open(f32_path), backend);
   testing::Reference ref(model);
-  Comparison same = CompareLogits(*quantized, ref, dequantized.get());
-  Comparison vs_ref = CompareLogits(*quantized, ref);
+  Comparison same = ComparePromptLogits(*quantized, ref, dequantized.get());
+  Comparison vs_ref = ComparePromptLogits(*quantized, ref);
   std::cout << "[ metric ] " << model << " as qwen35 GGUF with two Q8_0 tensors: max |logit - dequantized f32 run| "
-            << same.max_diff << "; max |logit - ref| " << vs_ref.max_diff << " (max |ref| " << vs_ref.max_ref
-            << "), argmax mismatches " << vs_ref.argmax_mismatches << "\n";
+            << same.max_abs_diff << "; max |logit - ref| " << vs_ref.max_abs_diff << " (max |ref| "
+            << vs_ref.max_abs_ref << "), argmax mismatches " << vs_ref.argmax_mismatches << "\n";
   EXPECT_EQ(same.argmax_mismatches, 0);
-  EXPECT_LE(same.max_diff, 1e-4 * std::max(1.0, same.max_ref));
-  EXPECT_GT(vs_ref.max_diff, 0.0);  // the Q8_0 tensors are really in use
+  EXPECT_LE(same.max_abs_diff, 1e-4 * std::max(1.0, same.max_abs_ref));
+  EXPECT_GT(vs_ref.max_abs_diff, 0.0);  // the Q8_0 tensors are really in use
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, Qwen35Gguf, ::testing::Values("qwen3.5-tiny", "qwen3.5-moe-tiny"),
@@ -447,17 +413,8 @@ TEST_P(ConvertedGguf, ReproducesTransformers) {
   EXPECT_FALSE(c.linear_value_heads_tiled);
   CpuBackend backend(2);
   auto loaded = LoadGgufModel(file, backend);
-  testing::Reference ref(model);
-  Comparison cmp = CompareLogits(*loaded, ref);
-  std::cout << "[ metric ] " << model << " as " << file->architecture() << " GGUF (bf16): max |logit - ref| "
-            << cmp.max_diff << " (max |ref| " << cmp.max_ref << "), argmax mismatches " << cmp.argmax_mismatches
-            << "\n";
-  EXPECT_EQ(cmp.argmax_mismatches, 0);
-  EXPECT_LE(cmp.max_diff, 1e-3 * std::max(1.0, cmp.max_ref));
-  std::vector<int32_t> prompt = ref.Ids("generate.prompt_ids"), expected = ref.Ids("generate.new_ids");
-  GreedyOptions g;
-  g.max_new_tokens = static_cast<int>(expected.size());
-  EXPECT_EQ(GreedyGenerate(*loaded, prompt, g), expected);
+  testing::ExpectReproducesReference(*loaded, testing::Reference(model),
+                                     model + " as " + file->architecture() + " GGUF (bf16)");
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, ConvertedGguf, ::testing::Values("qwen3-tiny", "qwen3-moe-tiny", "qwen3-next-tiny"),

@@ -19,6 +19,7 @@
 #include "engine/generator.h"
 #include "model/gguf_model.h"
 #include "model/model.h"
+#include "logits_check.h"
 #include "test_util.h"
 
 namespace infernix {
@@ -66,43 +67,7 @@ TEST_P(Bf16Gguf, ReproducesTransformers) {
   std::string dir = FindFile(name, file);
   if (dir.empty()) GTEST_SKIP() << file << " is not in the repo and " << SharedGgufDir() << " is absent";
   Loaded l = Load(dir + "/" + file);
-  const int64_t vocab = l.model->config().vocab_size;
-  DirFileSet files(dir);
-  SafetensorsFile ref(files.Open("reference.safetensors"), files.DisplayPath("reference.safetensors"));
-  auto floats = [&](const std::string& n) {
-    Tensor t = ref.View(*ref.Find(n));
-    return std::vector<float>(t.as<float>(), t.as<float>() + t.numel());
-  };
-  auto ids = [&](const std::string& n) {
-    Tensor t = ref.View(*ref.Find(n));
-    return std::vector<int32_t>(t.as<int32_t>(), t.as<int32_t>() + t.numel());
-  };
-  for (int p = 0; ref.Find("prompt." + std::to_string(p) + ".ids") != nullptr; ++p) {
-    std::vector<int32_t> prompt = ids("prompt." + std::to_string(p) + ".ids");
-    std::vector<float> expected = floats("prompt." + std::to_string(p) + ".logits");
-    std::vector<float> logits = PromptLogits(*l.model, prompt);
-    ASSERT_EQ(logits.size(), expected.size());
-    double max_ref = 0, max_diff = 0;
-    int mismatches = 0;
-    for (size_t r = 0; r < prompt.size(); ++r) {
-      const float* g = logits.data() + r * vocab;
-      const float* e = expected.data() + r * vocab;
-      if (Argmax(g, vocab) != Argmax(e, vocab)) ++mismatches;
-      for (int64_t i = 0; i < vocab; ++i) {
-        max_ref = std::max(max_ref, std::abs(static_cast<double>(e[i])));
-        max_diff = std::max(max_diff, std::abs(static_cast<double>(g[i]) - e[i]));
-      }
-    }
-    std::cout << "[ metric ] " << file << " prompt " << p << " (" << prompt.size() << " tokens): max |diff| "
-              << max_diff << ", argmax mismatches " << mismatches << "\n";
-    EXPECT_EQ(mismatches, 0) << "prompt " << p;
-    EXPECT_LE(max_diff, 1e-3 * std::max(1.0, max_ref)) << "prompt " << p;
-  }
-  std::vector<int32_t> prompt = ids("generate.prompt_ids"), expected = ids("generate.new_ids");
-  GreedyOptions g;
-  g.max_new_tokens = static_cast<int>(expected.size());
-  std::vector<int32_t> got = GreedyGenerate(*l.model, prompt, g);
-  EXPECT_EQ(got, expected);
+  testing::ExpectReproducesReference(*l.model, testing::Reference(testing::Reference::InDir{dir}), file);
 }
 
 INSTANTIATE_TEST_SUITE_P(Files, Bf16Gguf, ::testing::Values("g-qwen3", "g-qwen3-moe", "g-qwen3-next"),

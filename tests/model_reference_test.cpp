@@ -11,6 +11,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "engine/generator.h"
 #include "model/model.h"
+#include "logits_check.h"
 #include "test_util.h"
 
 namespace infernix {
@@ -19,27 +20,8 @@ namespace {
 using testing::ModelDir;
 using testing::Reference;
 
-struct Comparison {
-  double max_abs_diff = 0, max_abs_ref = 0;
-  int64_t argmax_mismatches = 0;
-  double Bound() const { return 1e-3 * std::max(1.0, max_abs_ref); }
-};
-
-Comparison Compare(const std::vector<float>& got, const std::vector<float>& ref, int64_t vocab) {
-  Comparison c;
-  EXPECT_EQ(got.size(), ref.size());
-  int64_t rows = static_cast<int64_t>(std::min(got.size(), ref.size())) / vocab;
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* g = got.data() + r * vocab;
-    const float* e = ref.data() + r * vocab;
-    if (Argmax(g, vocab) != Argmax(e, vocab)) ++c.argmax_mismatches;
-    for (int64_t i = 0; i < vocab; ++i) {
-      c.max_abs_diff = std::max(c.max_abs_diff, std::abs(static_cast<double>(g[i]) - e[i]));
-      c.max_abs_ref = std::max(c.max_abs_ref, std::abs(static_cast<double>(e[i])));
-    }
-  }
-  return c;
-}
+using Comparison = testing::LogitComparison;
+using testing::CompareLogits;
 
 class TinyModel : public ::testing::TestWithParam<std::string> {
  protected:
@@ -62,7 +44,7 @@ TEST_P(TinyModel, PromptLogitsMatchTransformers) {
   for (int i = 0; ref_->Has("prompt." + std::to_string(i) + ".ids"); ++i, ++checked) {
     std::string p = "prompt." + std::to_string(i);
     std::vector<int32_t> ids = ref_->Ids(p + ".ids");
-    Comparison c = Compare(PromptLogits(*model_, ids), ref_->Floats(p + ".logits"), vocab());
+    Comparison c = CompareLogits(PromptLogits(*model_, ids), ref_->Floats(p + ".logits"), vocab());
     EXPECT_EQ(c.argmax_mismatches, 0) << p << " (length " << ids.size() << ")";
     EXPECT_LE(c.max_abs_diff, c.Bound()) << p << " (length " << ids.size() << ")";
     RecordProperty(p + ".max_abs_diff", std::to_string(c.max_abs_diff));
@@ -78,7 +60,7 @@ TEST_P(TinyModel, GreedyGenerationMatchesTransformers) {
   g.max_new_tokens = static_cast<int>(want.size());
   g.on_step = [&](const std::vector<float>& l, int32_t) { step_logits.insert(step_logits.end(), l.begin(), l.end()); };
   EXPECT_EQ(GreedyGenerate(*model_, prompt, g), want);
-  Comparison c = Compare(step_logits, ref_->Floats("generate.step_logits"), vocab());
+  Comparison c = CompareLogits(step_logits, ref_->Floats("generate.step_logits"), vocab());
   EXPECT_EQ(c.argmax_mismatches, 0);
   EXPECT_LE(c.max_abs_diff, c.Bound());
 }
@@ -97,7 +79,7 @@ TEST_P(TinyModel, DecodeEqualsPrefill) {
     model_->Forward(ForwardBatch::Single({ids[i]}, 0, static_cast<int64_t>(i), true), *state, logits);
     decoded.insert(decoded.end(), logits.begin(), logits.end());
   }
-  Comparison c = Compare(decoded, prefill, vocab());
+  Comparison c = CompareLogits(decoded, prefill, vocab());
   EXPECT_EQ(c.argmax_mismatches, 0);
   EXPECT_LE(c.max_abs_diff, 1e-4 * std::max(1.0, c.max_abs_ref));
 }
@@ -128,7 +110,7 @@ TEST_P(TinyModel, BatchedSequencesMatchSeparateRuns) {
   expected.insert(expected.end(), full_b.begin() + 2 * v, full_b.end());
   std::vector<float> fresh = PromptLogits(*model_, {a.begin(), a.begin() + 7});
   expected.insert(expected.end(), fresh.begin(), fresh.end());
-  Comparison c = Compare(logits, expected, v);
+  Comparison c = CompareLogits(logits, expected, v);
   EXPECT_EQ(c.argmax_mismatches, 0);
   EXPECT_LE(c.max_abs_diff, 1e-4 * std::max(1.0, c.max_abs_ref));
   EXPECT_EQ(state->SlotLength(0), 21);

@@ -32,8 +32,14 @@ inline std::string ModelDir(const std::string& name) { return FixturesDir() + "/
 // Typed access to a reference.safetensors file.
 class Reference {
  public:
-  explicit Reference(const std::string& model)
-      : files_(ModelDir(model)),
+  // The reference of fixture model `model` (tests/fixtures/models/<model>).
+  explicit Reference(const std::string& model) : Reference(InDir{ModelDir(model)}) {}
+  // reference.safetensors in folder `dir`.
+  struct InDir {
+    std::string dir;
+  };
+  explicit Reference(const InDir& in)
+      : files_(in.dir),
         file_(files_.Open("reference.safetensors"), files_.DisplayPath("reference.safetensors")) {}
   bool Has(const std::string& name) const { return file_.Find(name) != nullptr; }
   std::vector<int32_t> Ids(const std::string& name) const { return Copy<int32_t>(name); }
