@@ -9,20 +9,12 @@
 #include <vector>
 
 #include "base/error.h"
+#include "formats/fuzz/fuzz_blob.h"
 #include "formats/gguf.h"
 
 namespace {
 
-class CopyBlob final : public infernix::Blob {
- public:
-  CopyBlob(const uint8_t* data, size_t size) : bytes_(size) {
-    if (size > 0) std::memcpy(bytes_.data(), data, size);
-  }
-  std::span<const std::byte> bytes() const override { return bytes_; }
-
- private:
-  std::vector<std::byte> bytes_;
-};
+using infernix::fuzz::CopyBlob;
 
 template <typename F>
 void Try(F&& f) {

@@ -7,22 +7,10 @@
 #include <vector>
 
 #include "base/error.h"
+#include "formats/fuzz/fuzz_blob.h"
 #include "formats/safetensors.h"
 
-namespace {
-
-class CopyBlob final : public infernix::Blob {
- public:
-  CopyBlob(const uint8_t* data, size_t size) : bytes_(size) {
-    if (size > 0) std::memcpy(bytes_.data(), data, size);
-  }
-  std::span<const std::byte> bytes() const override { return bytes_; }
-
- private:
-  std::vector<std::byte> bytes_;
-};
-
-}  // namespace
+using infernix::fuzz::CopyBlob;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::unique_ptr<infernix::SafetensorsFile> file;
