@@ -3,19 +3,18 @@
 #include <map>
 
 #include "base/error.h"
+#include "grammar/text_cursor.h"
 
 namespace infernix::grammar {
 namespace {
-
-constexpr int kMaxRepeat = 10000;
 
 bool IsNameChar(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
 }
 
-class Parser {
+class Parser final : public TextCursor {
  public:
-  explicit Parser(std::string_view text) : text_(text) {}
+  explicit Parser(std::string_view text) : TextCursor(text) {}
 
   Grammar Parse(std::string_view root_name) {
     SkipSpace();
@@ -38,7 +37,7 @@ class Parser {
   }
 
  private:
-  [[noreturn]] void Fail(size_t pos, const std::string& what) const {
+  [[noreturn]] void Fail(size_t pos, const std::string& what) const override {
     ThrowError(ErrorCode::kInvalidArgument, "grammar error at {}: {}", Where(pos), what);
   }
 
@@ -55,8 +54,6 @@ class Parser {
     return "line " + std::to_string(line) + ", column " + std::to_string(column);
   }
 
-  bool AtEnd() const { return pos_ >= text_.size(); }
-  char Peek(size_t ahead = 0) const { return pos_ + ahead < text_.size() ? text_[pos_ + ahead] : '\0'; }
 
   void SkipSpace() {
     while (!AtEnd()) {
@@ -191,59 +188,28 @@ class Parser {
 
   // One character of a literal or class, escapes decoded; multi-byte UTF-8 read whole.
   char32_t ParseChar() {
-    const size_t start = pos_;
-    const auto b = static_cast<unsigned char>(text_[pos_++]);
-    if (b == '\\') {
-      if (AtEnd()) Fail(start, "unterminated escape sequence");
-      const char e = text_[pos_++];
-      switch (e) {
-        case 'n': return '\n';
-        case 'r': return '\r';
-        case 't': return '\t';
-        case '0': return 0;
-        case '\\': case '"': case '\'': case '[': case ']': case '-': case '/': case '^': return static_cast<char32_t>(e);
-        case 'x': return ParseHex(start, 2);
-        case 'u': return ParseHex(start, 4);
-        case 'U': return ParseHex(start, 8);
-        default: Fail(start, std::string("unknown escape '\\") + e + "'");
-      }
+    if (Peek() != '\\') return ParseUtf8Char();
+    const size_t start = pos_++;
+    if (AtEnd()) Fail(start, "unterminated escape sequence");
+    const char e = text_[pos_++];
+    switch (e) {
+      case 'n': return '\n';
+      case 'r': return '\r';
+      case 't': return '\t';
+      case '0': return 0;
+      case '\\': case '"': case '\'': case '[': case ']': case '-': case '/': case '^': return static_cast<char32_t>(e);
+      case 'x': return ParseScalarHex(start, 2);
+      case 'u': return ParseScalarHex(start, 4);
+      case 'U': return ParseScalarHex(start, 8);
+      default: Fail(start, std::string("unknown escape '\\") + e + "'");
     }
-    if (b < 0x80) return b;
-    const int len = b >= 0xC2 && b < 0xE0 ? 2 : b >= 0xE0 && b < 0xF0 ? 3 : b >= 0xF0 && b < 0xF5 ? 4 : 0;
-    if (len == 0) Fail(start, "invalid UTF-8");
-    char32_t cp = len == 2 ? (b & 0x1F) : len == 3 ? (b & 0x0F) : (b & 0x07);
-    for (int k = 1; k < len; ++k) {
-      if (AtEnd() || (static_cast<unsigned char>(Peek()) & 0xC0) != 0x80) Fail(start, "invalid UTF-8");
-      cp = (cp << 6) | (static_cast<unsigned char>(text_[pos_++]) & 0x3F);
-    }
-    const char32_t min = len == 2 ? 0x80 : len == 3 ? 0x800 : 0x10000;
-    if (cp < min || cp > kMaxCodePoint || (cp >= 0xD800 && cp <= 0xDFFF)) Fail(start, "invalid UTF-8");
-    return cp;
   }
 
-  char32_t ParseHex(size_t start, int digits) {
-    char32_t cp = 0;
-    for (int i = 0; i < digits; ++i) {
-      const char c = Peek();
-      int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-      if (v < 0) Fail(start, "bad escape: expected " + std::to_string(digits) + " hex digits");
-      cp = cp * 16 + static_cast<char32_t>(v);
-      ++pos_;
-    }
+  // A \x / \u / \U escape's digits, which must name a Unicode scalar value.
+  char32_t ParseScalarHex(size_t start, int digits) {
+    const char32_t cp = ParseHex(start, digits);
     if (cp > kMaxCodePoint || (cp >= 0xD800 && cp <= 0xDFFF)) Fail(start, "bad escape: not a Unicode scalar value");
     return cp;
-  }
-
-  int ParseInt() {
-    const size_t start = pos_;
-    int value = 0;
-    while (Peek() >= '0' && Peek() <= '9') {
-      value = value * 10 + (Peek() - '0');
-      if (value > kMaxRepeat) Fail(start, "repetition count above " + std::to_string(kMaxRepeat));
-      ++pos_;
-    }
-    if (pos_ == start) Fail(start, "expected a number");
-    return value;
   }
 
   // Applies postfix operators to `item` (which may be several elements: a literal).
@@ -276,8 +242,6 @@ class Parser {
     }
   }
 
-  std::string_view text_;
-  size_t pos_ = 0;
   GrammarBuilder builder_;
   std::map<std::string, size_t> defined_;
   std::map<std::string, size_t> first_use_;

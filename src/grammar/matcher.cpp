@@ -4,6 +4,7 @@
 
 #include "base/check.h"
 #include "base/error.h"
+#include "tokenizer/utf8.h"
 
 namespace infernix::grammar {
 
@@ -231,23 +232,9 @@ bool GrammarMatcher::Accept(std::string_view bytes) {
 
 bool GrammarMatcher::AcceptCodePoint(char32_t cp) {
   INFX_CHECK(cp <= kMaxCodePoint);
-  std::string utf8;
-  if (cp < 0x80) {
-    utf8 += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    utf8 += static_cast<char>(0xC0 | (cp >> 6));
-    utf8 += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    utf8 += static_cast<char>(0xE0 | (cp >> 12));
-    utf8 += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    utf8 += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    utf8 += static_cast<char>(0xF0 | (cp >> 18));
-    utf8 += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    utf8 += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    utf8 += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-  return Accept(utf8);
+  std::string bytes;
+  utf8::Append(cp, &bytes);
+  return Accept(bytes);
 }
 
 bool GrammarMatcher::CanContinue() const {

@@ -1,20 +1,19 @@
 #include "grammar/regex.h"
 
 #include "base/error.h"
+#include "grammar/text_cursor.h"
 #include "tokenizer/utf8.h"
 
 namespace infernix::grammar {
 namespace {
 
-constexpr int kMaxRepeat = 10000;
-
 CharClass Digits() { return {{'0', '9'}}; }
 CharClass Word() { return MakeCharClass({{'0', '9'}, {'A', 'Z'}, {'_', '_'}, {'a', 'z'}}, false); }
 CharClass Space() { return MakeCharClass({{'\t', '\r'}, {' ', ' '}}, false); }
 
-class RegexParser {
+class RegexParser final : public TextCursor {
  public:
-  explicit RegexParser(std::string_view pattern) : text_(pattern) {}
+  explicit RegexParser(std::string_view pattern) : TextCursor(pattern) {}
 
   Grammar Parse() {
     const uint32_t root = builder_.RuleId("root");
@@ -26,11 +25,9 @@ class RegexParser {
   }
 
  private:
-  [[noreturn]] void Fail(size_t pos, const std::string& what) const {
+  [[noreturn]] void Fail(size_t pos, const std::string& what) const override {
     ThrowError(ErrorCode::kInvalidArgument, "regex error at column {}: {}", pos + 1, what);
   }
-  bool AtEnd() const { return pos_ >= text_.size(); }
-  char Peek(size_t ahead = 0) const { return pos_ + ahead < text_.size() ? text_[pos_ + ahead] : '\0'; }
 
   std::vector<Sequence> ParseAlternatives(int depth) {
     std::vector<Sequence> alternatives = {ParseSequence(depth)};
@@ -85,38 +82,8 @@ class RegexParser {
         return builder_.Chars(std::move(cls));
       }
       default:
-        return builder_.CodePoint(ParseLiteralChar());
+        return builder_.CodePoint(ParseUtf8Char());
     }
-  }
-
-  // A literal character (UTF-8 decoded).
-  char32_t ParseLiteralChar() {
-    const size_t start = pos_;
-    const auto b = static_cast<unsigned char>(text_[pos_++]);
-    if (b < 0x80) return b;
-    const int len = b >= 0xC2 && b < 0xE0 ? 2 : b >= 0xE0 && b < 0xF0 ? 3 : b >= 0xF0 && b < 0xF5 ? 4 : 0;
-    if (len == 0) Fail(start, "invalid UTF-8");
-    char32_t cp = len == 2 ? (b & 0x1F) : len == 3 ? (b & 0x0F) : (b & 0x07);
-    for (int k = 1; k < len; ++k) {
-      if (AtEnd() || (static_cast<unsigned char>(Peek()) & 0xC0) != 0x80) Fail(start, "invalid UTF-8");
-      cp = (cp << 6) | (static_cast<unsigned char>(text_[pos_++]) & 0x3F);
-    }
-    if (cp < (len == 2 ? 0x80u : len == 3 ? 0x800u : 0x10000u) || cp > kMaxCodePoint || (cp >= 0xD800 && cp <= 0xDFFF)) {
-      Fail(start, "invalid UTF-8");
-    }
-    return cp;
-  }
-
-  char32_t ParseHex(size_t start, int digits) {
-    char32_t cp = 0;
-    for (int i = 0; i < digits; ++i) {
-      const char c = Peek();
-      const int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-      if (v < 0) Fail(start, "bad escape: expected " + std::to_string(digits) + " hex digits");
-      cp = cp * 16 + static_cast<char32_t>(v);
-      ++pos_;
-    }
-    return cp;
   }
 
   // An escape at pos_ ('\\'): sets *cls to its class. Returns true for a class escape (\d ...),
@@ -199,21 +166,9 @@ class RegexParser {
   // One item of a class: a character (returns false, *cls its single code point) or a class escape.
   bool ParseClassItem(CharClass* cls) {
     if (Peek() == '\\') return ParseEscape(cls, /*in_class=*/true);
-    const char32_t cp = ParseLiteralChar();
+    const char32_t cp = ParseUtf8Char();
     *cls = {{cp, cp}};
     return false;
-  }
-
-  int ParseInt() {
-    const size_t start = pos_;
-    int value = 0;
-    while (Peek() >= '0' && Peek() <= '9') {
-      value = value * 10 + (Peek() - '0');
-      if (value > kMaxRepeat) Fail(start, "repetition count above " + std::to_string(kMaxRepeat));
-      ++pos_;
-    }
-    if (pos_ == start) Fail(start, "expected a number");
-    return value;
   }
 
   Sequence ParseQuantifier(Element atom) {
@@ -244,8 +199,6 @@ class RegexParser {
     }
   }
 
-  std::string_view text_;
-  size_t pos_ = 0;
   GrammarBuilder builder_;
 };
 
