@@ -79,6 +79,11 @@ TEST(GbnfTest, ErrorsGiveLineAndColumn) {
   EXPECT_THAT(ErrorOf("root ::= \"a\"\nx ::= [abc"), HasSubstr("line 2, column 7: unterminated character class"));
   EXPECT_THAT(ErrorOf("root ::= \"a\\q\""), HasSubstr("line 1, column 12: unknown escape '\\q'"));
   EXPECT_THAT(ErrorOf("root ::= \"\\x4\""), HasSubstr("line 1, column 11: bad escape: expected 2 hex digits"));
+  // Ill-formed UTF-8 is reported at the character's first byte: a stray continuation byte, a truncated
+  // sequence, an overlong form.
+  EXPECT_THAT(ErrorOf("root ::= \"a\x80\""), HasSubstr("line 1, column 12: invalid UTF-8"));
+  EXPECT_THAT(ErrorOf("root ::= \"a\xc3\""), HasSubstr("line 1, column 12: invalid UTF-8"));
+  EXPECT_THAT(ErrorOf("root ::= \"\xc0\xaf\""), HasSubstr("line 1, column 11: invalid UTF-8"));
   EXPECT_THAT(ErrorOf("start ::= \"a\""), HasSubstr("no 'root' rule"));
   EXPECT_THAT(ErrorOf("root ::= \"a\"\nroot ::= \"b\""), HasSubstr("line 2, column 1: rule 'root' is defined twice"));
   EXPECT_THAT(ErrorOf("root ::= (\"a\" | \"b\""), HasSubstr("line 1, column 10: unclosed '('"));

@@ -48,6 +48,8 @@ TEST(RegexTest, ErrorsGiveColumn) {
   using ::testing::HasSubstr;
   EXPECT_THAT(RegexError("(ab"), HasSubstr("column 1: unclosed '('"));
   EXPECT_THAT(RegexError("ab)"), HasSubstr("column 3: unexpected ')'"));
+  EXPECT_THAT(RegexError("ab\xc3"), HasSubstr("column 3: invalid UTF-8"));
+  EXPECT_THAT(RegexError("a\xed\xa0\x80"), HasSubstr("column 2: invalid UTF-8"));  // a surrogate
   EXPECT_THAT(RegexError("a[bc"), HasSubstr("column 2: unterminated character class"));
   EXPECT_THAT(RegexError("*a"), HasSubstr("column 1: nothing to repeat"));
   EXPECT_THAT(RegexError("a**"), HasSubstr("column 3: nested quantifier"));
