@@ -13,6 +13,7 @@
 #include "base/error.h"
 #include "model/fp8_weights.h"
 #include "model/model.h"
+#include "model_check.h"
 #include "test_util.h"
 
 namespace infernix {
@@ -141,15 +142,7 @@ class Fp8ModelTest : public ::testing::Test {
   }
 
   void ExpectLoadError(ErrorCode code, std::initializer_list<std::string> parts) {
-    DirFileSet files((root_ / "fp8").string());
-    CpuBackend backend(1);
-    try {
-      LoadModel(files, backend);
-      FAIL() << "expected an error";
-    } catch (const Error& e) {
-      EXPECT_EQ(e.code(), code) << e.what();
-      for (const auto& p : parts) EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << e.what();
-    }
+    testing::ExpectModelLoadError((root_ / "fp8").string(), code, parts);
   }
 
   fs::path root_;
@@ -233,17 +226,12 @@ TEST_P(Fp8FixtureTest, MatchesTransformers) {
   testing::Reference ref(name);
   for (int i = 0; ref.Has("prompt." + std::to_string(i) + ".ids"); ++i) {
     std::vector<int32_t> ids = ref.Ids("prompt." + std::to_string(i) + ".ids");
-    std::vector<float> want = ref.Floats("prompt." + std::to_string(i) + ".logits");
-    auto state = backend.CreateState(model->MakeStateSpec(1, static_cast<int64_t>(ids.size())));
-    std::vector<float> got;
-    model->Forward(ForwardBatch::Single(ids, 0, 0, true), *state, got);
-    ASSERT_EQ(got.size(), want.size());
-    double max_ref = 0, max_diff = 0;
-    for (size_t j = 0; j < got.size(); ++j) {
-      max_ref = std::max(max_ref, std::fabs(double(want[j])));
-      max_diff = std::max(max_diff, std::fabs(double(got[j]) - want[j]));
-    }
-    EXPECT_LE(max_diff, 1e-4 * std::max(1.0, max_ref)) << name << " prompt " << i;
+    testing::LogitComparison c = testing::CompareLogits(PromptLogits(*model, ids),
+                                                        ref.Floats("prompt." + std::to_string(i) + ".logits"),
+                                                        model->config().vocab_size);
+    std::cout << "[ metric ] " << name << " prompt " << i << ": max |logit - ref| " << c.max_abs_diff << " (max |ref| "
+              << c.max_abs_ref << ")\n";
+    EXPECT_LE(c.max_abs_diff, 1e-4 * std::max(1.0, c.max_abs_ref)) << name << " prompt " << i;
   }
 }
 

@@ -25,7 +25,7 @@
 #include "formats/gguf_test_builder.h"
 #include "model/gguf_model.h"
 #include "model/model.h"
-#include "logits_check.h"
+#include "model_check.h"
 #include "test_util.h"
 
 namespace infernix {

@@ -19,7 +19,7 @@
 #include "engine/generator.h"
 #include "model/gguf_model.h"
 #include "model/model.h"
-#include "logits_check.h"
+#include "model_check.h"
 #include "test_util.h"
 
 namespace infernix {

@@ -9,6 +9,7 @@
 #include "base/error.h"
 #include "engine/generator.h"
 #include "model/model.h"
+#include "model_check.h"
 #include "test_util.h"
 
 namespace infernix {
@@ -48,15 +49,7 @@ class ModelLoadTest : public ::testing::Test {
   }
   // Expects LoadModel on the temp folder to fail with `code` and a message holding every part.
   void ExpectLoadError(ErrorCode code, std::initializer_list<std::string> parts) {
-    DirFileSet files(dir_.string());
-    CpuBackend backend(1);
-    try {
-      LoadModel(files, backend);
-      FAIL() << "expected an error";
-    } catch (const Error& e) {
-      EXPECT_EQ(e.code(), code) << e.what();
-      for (const auto& p : parts) EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << e.what();
-    }
+    testing::ExpectModelLoadError(dir_.string(), code, parts);
   }
   fs::path dir_;
 };

@@ -11,7 +11,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "engine/generator.h"
 #include "model/model.h"
-#include "logits_check.h"
+#include "model_check.h"
 #include "test_util.h"
 
 namespace infernix {

@@ -1,16 +1,19 @@
-// Comparing a model's logits with a reference (transformers' reference.safetensors, or another run):
-// the largest absolute difference, the largest reference magnitude, and the rows whose argmax differs.
-// Shared by the integration tests that check a model against transformers.
+// Checks of a model shared by the integration tests: its logits against a reference (transformers'
+// reference.safetensors, or another run: the largest absolute difference, the largest reference
+// magnitude, the rows whose argmax differs), and the error a broken model folder gives.
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <iostream>
 #include <string>
 #include <vector>
 
+#include "backend/cpu/cpu_backend.h"
+#include "base/error.h"
 #include "engine/generator.h"
 #include "model/model.h"
 #include "test_util.h"
@@ -80,6 +83,19 @@ inline void ExpectReproducesReference(Model& model, const Reference& ref, const 
   GreedyOptions g;
   g.max_new_tokens = static_cast<int>(expected.size());
   EXPECT_EQ(GreedyGenerate(model, prompt, g), expected) << label;
+}
+
+// LoadModel on folder `dir` fails with `code` and a message holding every one of `parts`.
+inline void ExpectModelLoadError(const std::string& dir, ErrorCode code, std::initializer_list<std::string> parts) {
+  DirFileSet files(dir);
+  CpuBackend backend(1);
+  try {
+    LoadModel(files, backend);
+    ADD_FAILURE() << "expected an error loading " << dir;
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), code) << e.what();
+    for (const auto& p : parts) EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace infernix::testing
