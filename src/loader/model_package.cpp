@@ -31,11 +31,10 @@ std::unique_ptr<ModelPackage> ModelPackage::Open(const std::string& path) {
   return FromGguf(GgufFile::Open(path));
 }
 
-std::string ModelPackage::Describe() const { return gguf_ ? gguf_->path() : files_->Describe(); }
-
 std::unique_ptr<Model> ModelPackage::LoadModel(Backend& backend) const {
-  if (gguf_) return LoadGgufModel(gguf_, backend);
-  return infernix::LoadModel(*files_, backend);
+  // The config parsed when the package was opened, not parsed again.
+  if (gguf_) return LoadGgufModel(gguf_, config_, backend);
+  return infernix::LoadModel(config_, *files_, backend);
 }
 
 std::unique_ptr<Tokenizer> ModelPackage::LoadTokenizer() const {

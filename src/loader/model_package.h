@@ -26,7 +26,6 @@ class ModelPackage {
   // A directory is a Hugging Face folder; a file is read as GGUF. kNotFound when `path` does not exist.
   static std::unique_ptr<ModelPackage> Open(const std::string& path);
 
-  std::string Describe() const;
   const ModelConfig& config() const { return config_; }
   // The weights on `backend` (which must outlive the model).
   std::unique_ptr<Model> LoadModel(Backend& backend) const;
@@ -36,9 +35,6 @@ class ModelPackage {
   // End-of-sequence ids and sampling defaults (generation_config.json; for GGUF the eos token and
   // any general.sampling.* keys).
   GenerationDefaults LoadGenerationDefaults() const;
-
-  const FileSet* files() const { return files_.get(); }  // null for GGUF
-  const GgufFile* gguf() const { return gguf_.get(); }   // null for folders
 
  private:
   ModelPackage() = default;

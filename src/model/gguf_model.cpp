@@ -337,6 +337,10 @@ std::unique_ptr<WeightSource> MakeGgufWeightSource(std::shared_ptr<const GgufFil
 
 std::unique_ptr<Model> LoadGgufModel(std::shared_ptr<const GgufFile> file, Backend& backend) {
   ModelConfig config = GgufModelConfig(*file);
+  return LoadGgufModel(std::move(file), std::move(config), backend);
+}
+
+std::unique_ptr<Model> LoadGgufModel(std::shared_ptr<const GgufFile> file, ModelConfig config, Backend& backend) {
   auto weights = MakeGgufWeightSource(std::move(file), config);
   return std::make_unique<Model>(std::move(config), std::move(weights), backend);
 }

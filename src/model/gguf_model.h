@@ -27,5 +27,7 @@ std::unique_ptr<WeightSource> MakeGgufWeightSource(std::shared_ptr<const GgufFil
 // GgufModelConfig + MakeGgufWeightSource, bound onto `backend` (which must outlive the model).
 class Model;
 std::unique_ptr<Model> LoadGgufModel(std::shared_ptr<const GgufFile> file, Backend& backend);
+// The same with the config already derived (GgufModelConfig(*file)).
+std::unique_ptr<Model> LoadGgufModel(std::shared_ptr<const GgufFile> file, ModelConfig config, Backend& backend);
 
 }  // namespace infernix

@@ -172,7 +172,10 @@ void Model::Forward(const ForwardBatch& batch, SequenceState& state, std::vector
 }
 
 std::unique_ptr<Model> LoadModel(const FileSet& files, Backend& backend) {
-  ModelConfig config = LoadModelConfig(files);
+  return LoadModel(LoadModelConfig(files), files, backend);
+}
+
+std::unique_ptr<Model> LoadModel(ModelConfig config, const FileSet& files, Backend& backend) {
   // FP8 weights (with their weight_scale_inv) are repacked into kF8E4M3B128; the rest passes through.
   auto weights = std::make_unique<Fp8WeightSource>(
       std::make_unique<SafetensorsWeightSource>(std::make_unique<WeightFiles>(files)), config.fp8_block_size);

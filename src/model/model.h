@@ -65,6 +65,8 @@ class Model {
 // Loads config.json and the safetensors weights of a model folder (or the embedded model) onto
 // `backend`, which must outlive the model.
 std::unique_ptr<Model> LoadModel(const FileSet& files, Backend& backend);
+// The same with config.json already parsed (LoadModelConfig(files)).
+std::unique_ptr<Model> LoadModel(ModelConfig config, const FileSet& files, Backend& backend);
 
 // A model with random weights of the right dtypes and shapes, made up from `config` alone
 // (model/dummy_weights.h), for benchmarks: same seed, same weights.
