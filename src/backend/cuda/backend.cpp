@@ -80,6 +80,7 @@ CudaBackend::CudaBackend(const CudaOptions& options)
   INFX_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device_));
   smem_optin_ = static_cast<size_t>(optin);
   cuda::ConfigureAttentionKernels(smem_optin_);
+  cuda::ConfigureQuantGemvMma(smem_optin_);
   for (auto& e : staging_done_) INFX_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
 }
 
@@ -92,7 +93,11 @@ CudaBackend::~CudaBackend() {
 
 void CudaBackend::FlushGemv() {
   if (gemv_.n_segments == 0) return;
-  recorder_.Launch(cuda::LaunchGemv, gemv_);
+  if (gemv_.w_type == cuda::kBF16) {
+    recorder_.Launch(cuda::LaunchGemv, gemv_);
+  } else {
+    recorder_.Launch(cuda::LaunchQuantGemvMma, gemv_, smem_optin_);
+  }
   gemv_ = cuda::GemvBatch{};
 }
 

@@ -110,6 +110,7 @@ class CudaBackend final : public Backend {
   // Pinned staging memory for `bytes` of this unit, or nullptr when it is full.
   void* Stage(size_t bytes);
   void FlushGemv();
+  void JoinGemv(const Tensor& x, const Tensor& w, Tensor out);
   // Launches the op held back for fusion (plain, unfused).
   void FlushPending();
   const cuda::ExpertTable& ExpertTableFor(const ExpertWeights& experts);

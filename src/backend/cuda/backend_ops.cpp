@@ -102,8 +102,12 @@ void CudaBackend::MatMul(const Tensor& x, const Tensor& w, Tensor out) {
   if (IsBlockQuantized(w.dtype)) {
     INFX_CHECK(x.dtype == DType::kBF16 && IsAct(out));
     if (n == 0 || m == 0) return;
-    FlushGemv();
     FlushPending();
+    if (options_.gemv && cuda::QuantGemvMmaFits(Dt(w), n, k, m, x.data, w.data, smem_optin_)) {
+      JoinGemv(x, w, out);
+      return;
+    }
+    FlushGemv();
     if (n <= cuda::kQuantGemvMaxTokens) {
       Enqueue(cuda::LaunchQuantGemv, Dt(w), static_cast<const void*>(x.data), static_cast<const void*>(w.data),
               out.data, Dt(out), n, m, k);
@@ -122,22 +126,7 @@ void CudaBackend::MatMul(const Tensor& x, const Tensor& w, Tensor out) {
   FlushPending();
   if (bf16 && options_.gemv && n <= cuda::kGemvMaxTokens && k % 8 == 0 && Aligned(x.data, 16) &&
       Aligned(w.data, 16)) {
-    // Joins the pending group when it reads the same x (and writes nothing the group reads).
-    const char* xb = static_cast<const char*>(x.data);
-    const char* ob = static_cast<const char*>(out.data);
-    INFX_CHECK(ob + out.size_bytes() <= xb || xb + x.size_bytes() <= ob);
-    if (gemv_.n_segments > 0 && (gemv_.x != x.data || gemv_.n != n || gemv_.k != k || gemv_.n_segments == 4))
-      FlushGemv();
-    cuda::GemvSegment& sg = gemv_.seg[gemv_.n_segments++];
-    sg.w = w.data;
-    sg.out = out.data;
-    sg.rows = m;
-    sg.out_dtype = Dt(out);
-    sg.unused = 0;
-    gemv_.x = x.data;
-    gemv_.n = n;
-    gemv_.k = k;
-    gemv_.pdl = props_.major >= 9 ? 1 : 0;
+    JoinGemv(x, w, out);
     return;
   }
   if (bf16 && options_.cublas) {
@@ -148,6 +137,29 @@ void CudaBackend::MatMul(const Tensor& x, const Tensor& w, Tensor out) {
     }
   }
   Enqueue(cuda::LaunchGemmSimt, x.data, Dt(x), w.data, Dt(w), out.data, Dt(out), n, m, k);
+}
+
+// Adds x @ w^T to the pending group of decode products, which joins products that read the same x with
+// weights of one type (and write nothing the group reads) into one launch.
+void CudaBackend::JoinGemv(const Tensor& x, const Tensor& w, Tensor out) {
+  const int64_t n = x.rows(), k = x.cols();
+  const char* xb = static_cast<const char*>(x.data);
+  const char* ob = static_cast<const char*>(out.data);
+  INFX_CHECK(ob + out.size_bytes() <= xb || xb + x.size_bytes() <= ob);
+  if (gemv_.n_segments > 0 && (gemv_.x != x.data || gemv_.n != n || gemv_.k != k || gemv_.w_type != Dt(w) ||
+                               gemv_.n_segments == 4))
+    FlushGemv();
+  cuda::GemvSegment& sg = gemv_.seg[gemv_.n_segments++];
+  sg.w = w.data;
+  sg.out = out.data;
+  sg.rows = w.rows();
+  sg.out_dtype = Dt(out);
+  sg.unused = 0;
+  gemv_.x = x.data;
+  gemv_.n = n;
+  gemv_.k = k;
+  gemv_.w_type = Dt(w);
+  gemv_.pdl = props_.major >= 9 ? 1 : 0;
 }
 
 void CudaBackend::Add(const Tensor& a, const Tensor& b, Tensor out) {

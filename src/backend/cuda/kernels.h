@@ -103,14 +103,25 @@ struct GemvSegment {
 };
 // pdl: launch as a programmatic dependent of the previous kernel (sm_90+): the weights start
 // streaming before x is ready.
+// w_type: kBF16 (gemv.cu), or a block-quantized type that every segment has (quant_gemv_mma.cu).
 struct GemvBatch {
   GemvSegment seg[4];
   const void* x = nullptr;
   int64_t n = 0, k = 0;
-  int32_t n_segments = 0, pdl = 0;
+  int32_t n_segments = 0, pdl = 0, w_type = kBF16, unused = 0;
 };
 constexpr int kGemvMaxTokens = 16;
 void LaunchGemv(cudaStream_t s, GemvBatch batch);
+// The same with block-quantized weights on tensor cores (quant_gemv_mma.cu): n <= kQuantGemvMaxTokens,
+// integer types with x rounded to int8 blocks of 32 (as llama.cpp's q8_1), FP8 with x exact (as f16
+// scaled by a power of two when it fits in shared memory, else bf16).
+// QuantGemvMmaFits says whether a product qualifies (k % 256 == 0, 16-byte aligned x, w and rows, the
+// shared memory it needs within max_smem_optin); LaunchQuantGemv (quant.cu) takes the others.
+bool QuantGemvMmaFits(int type, int64_t n, int64_t k, int64_t rows, const void* x, const void* w,
+                      size_t max_smem_optin);
+void LaunchQuantGemvMma(cudaStream_t s, GemvBatch batch, size_t max_smem_optin);
+// Raises the kernels' dynamic shared-memory limit to max_smem_optin (once per device, before use).
+void ConfigureQuantGemvMma(size_t max_smem_optin);
 // Any dtypes, tiled on CUDA cores: the fallback for f32/f16 weights and odd shapes (gemm_simt.cu).
 void LaunchGemmSimt(cudaStream_t s, const void* x, int x_dtype, const void* w, int w_dtype, void* out, int out_dtype,
                     int64_t n, int64_t m, int64_t k);

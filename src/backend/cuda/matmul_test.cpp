@@ -1,5 +1,6 @@
 // CPU-vs-CUDA tests of MatMul on each of its paths: the small-batch tensor-core GEMV (alone and
 // merged with its neighbours), cuBLASLt, and the CUDA-core fallback for other dtypes.
+#include "backend/cuda/kernels.h"
 #include "backend/cuda/test_util.h"
 #include "base/error.h"
 #include "quant/random_blocks.h"
@@ -97,30 +98,73 @@ TEST(CudaMatMul, FallbackForOtherDtypesAndWithoutCublas) {
 namespace infernix {
 namespace {
 
-// GGUF block types: the dequantizing GEMV (n <= 8) and the dequantize-then-GEMM prefill path, and
-// embedding lookups from a quantized table, against the CPU backend's reference decoders.
+// x rounded as the tensor-core GEMV rounds it for integer weight types: int8 blocks of 32 values with
+// scale max |x| / 127, round to nearest even (quant_gemv_mma.cu).
+std::vector<float> Int8Blocks(const std::vector<float>& x) {
+  std::vector<float> out(x.size());
+  for (size_t b = 0; b < x.size(); b += 32) {
+    float amax = 0.0f;
+    for (size_t i = b; i < b + 32; ++i) amax = std::max(amax, std::fabs(x[i]));
+    const float inv = amax > 0.0f ? 127.0f / amax : 0.0f, dx = amax / 127.0f;
+    for (size_t i = b; i < b + 32; ++i) out[i] = std::nearbyint(x[i] * inv) * dx;
+  }
+  return out;
+}
+
+// Which decode path a quantized product takes, and the activations it computes with.
+struct QuantPath {
+  bool mma = false;       // quant_gemv_mma.cu (else quant.cu's f32 GEMV)
+  bool int8_x = false;    // x rounded to int8 blocks (integer types on the tensor-core path)
+};
+QuantPath PathFor(DType type, Shape3 s, const Tensor& x, const Tensor& w) {
+  int device = 0, optin = 0;
+  cudaGetDevice(&device);
+  cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+  QuantPath p;
+  p.mma = cuda::QuantGemvMmaFits(static_cast<int>(type), s.n, s.k, s.m, x.data, w.data, static_cast<size_t>(optin));
+  p.int8_x = p.mma && type != DType::kF8E4M3B128;
+  return p;
+}
+
+// GGUF block types: the dequantizing GEMVs (n <= 8; tensor cores when the shape allows, else the f32
+// kernel) and the dequantize-then-GEMM prefill path, and embedding lookups from a quantized table,
+// against the CPU backend's reference decoders. The CPU sees the activations the GPU path computes with
+// (int8-rounded for the integer types on tensor cores), so the bounds check the decoding itself.
 TEST(CudaMatMul, QuantizedWeights) {
   INFX_REQUIRE_GPU();
   Rig rig;
   uint64_t seed = 700;
   for (DType type : {DType::kQ8_0, DType::kQ4_0, DType::kQ3_K, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kF8E4M3B128}) {
+    int mma_cases = 0;
     for (Shape3 s : {Shape3{1, 4096, 4096}, Shape3{3, 1000, 2048}, Shape3{8, 512, 12288}, Shape3{2, 300, 768},
-                      Shape3{40, 1024, 4096}}) {
+                      Shape3{5, 48, 256}, Shape3{2, 20000, 1024}, Shape3{40, 1024, 4096}}) {
       HostBuffer packed = RandomQuantBlocks(type, s.m, s.k, seed, 1.0f / std::sqrt(static_cast<float>(s.k)));
       Pair w{rig.cpu.UploadWeight(packed.view()), rig.gpu.UploadWeight(packed.view())};
-      auto x = rig.Act({s.n, s.k}, Rand(s.n * s.k, seed + 1, -2, 2));
+      const std::vector<float> xv = Rand(s.n * s.k, seed + 1, -2, 2);
+      auto x = rig.Act({s.n, s.k}, xv);
+      const bool gemv = s.n <= 8;
+      const QuantPath path = gemv ? PathFor(type, s, x.gpu, w.gpu) : QuantPath{};
+      mma_cases += path.mma ? 1 : 0;
+      auto x_seen = path.int8_x ? rig.Act({s.n, s.k}, Int8Blocks(xv), DType::kF32) : x;
+      const std::string what = std::string(DTypeName(type)) + " " +
+                               (gemv ? (path.mma ? "quant gemv (tensor cores)" : "quant gemv (f32)") : "dequant+gemm");
       for (DType out_dtype : {DType::kBF16, DType::kF32}) {
         auto out = rig.Out({s.n, s.m}, out_dtype);
-        rig.cpu.MatMul(x.cpu, w.cpu, out.cpu);
+        rig.cpu.MatMul(x_seen.cpu, w.cpu, out.cpu);
         rig.gpu.MatMul(x.gpu, w.gpu, out.gpu);
-        // The GEMV computes in f32 from the exact weights; the prefill path rounds them to bf16 first.
-        const bool gemv = s.n <= 8;
+        // The GEMVs compute in f32 from the exact weights; the prefill path rounds them to bf16 first.
         double l2 = out_dtype == DType::kF32 && gemv ? 1e-4 : 5e-3, mx = out_dtype == DType::kF32 && gemv ? 1e-3 : 2e-2;
-        ExpectClose(rig.Gpu(out.gpu), Rig::Cpu(out.cpu), l2, mx,
-                    std::string(DTypeName(type)) + " " + Name(gemv ? "quant gemv" : "dequant+gemm", s, out_dtype));
+        ExpectClose(rig.Gpu(out.gpu), Rig::Cpu(out.cpu), l2, mx, Name(what.c_str(), s, out_dtype));
+      }
+      if (path.int8_x) {  // what rounding x costs against the exact product (reported, loosely bounded)
+        auto exact = rig.Out({s.n, s.m}, DType::kF32), got = rig.Out({s.n, s.m}, DType::kF32);
+        rig.cpu.MatMul(x.cpu, w.cpu, exact.cpu);
+        rig.gpu.MatMul(x.gpu, w.gpu, got.gpu);
+        ExpectClose(rig.Gpu(got.gpu), Rig::Cpu(exact.cpu), 2e-2, 5e-2, Name((what + " vs exact x").c_str(), s, DType::kF32));
       }
       ++seed;
     }
+    EXPECT_GE(mma_cases, 3) << DTypeName(type) << ": the tensor-core GEMV took too few of the shapes";
     const int64_t vocab = 300, h = 1024;
     HostBuffer table = RandomQuantBlocks(type, vocab, h, seed++, 1.0f);
     Pair t{rig.cpu.UploadWeight(table.view()), rig.gpu.UploadWeight(table.view())};
@@ -129,6 +173,32 @@ TEST(CudaMatMul, QuantizedWeights) {
     rig.cpu.Embedding(ids.cpu, t.cpu, out.cpu);
     rig.gpu.Embedding(ids.gpu, t.gpu, out.gpu);
     ExpectClose(rig.Gpu(out.gpu), Rig::Cpu(out.cpu), 4e-3, 1e-2, std::string(DTypeName(type)) + " embedding");
+  }
+}
+
+// Quantized products that read the same x (q/k/v, gate/up) run as one launch; each output is checked.
+TEST(CudaMatMul, QuantizedProductsSharingInput) {
+  INFX_REQUIRE_GPU();
+  Rig rig;
+  for (DType type : {DType::kQ4_K, DType::kQ6_K, DType::kF8E4M3B128}) {
+    const int64_t n = 2, k = 2048;
+    const std::vector<float> xv = Rand(n * k, 900, -2, 2);
+    auto x = rig.Act({n, k}, xv);
+    auto x_f32 = rig.Act({n, k}, type == DType::kF8E4M3B128 ? xv : Int8Blocks(xv), DType::kF32);
+    std::vector<HostBuffer> packed;
+    std::vector<Pair> ws, outs;
+    uint64_t seed = 901;
+    for (int64_t m : {2048, 512, 512}) {
+      packed.push_back(RandomQuantBlocks(type, m, k, seed++, 0.02f));
+      ws.push_back(Pair{rig.cpu.UploadWeight(packed.back().view()), rig.gpu.UploadWeight(packed.back().view())});
+      outs.push_back(rig.Out({n, m}));
+    }
+    for (size_t i = 0; i < ws.size(); ++i) rig.gpu.MatMul(x.gpu, ws[i].gpu, outs[i].gpu);
+    for (size_t i = 0; i < ws.size(); ++i) {
+      rig.cpu.MatMul(x_f32.cpu, ws[i].cpu, outs[i].cpu);
+      ExpectClose(rig.Gpu(outs[i].gpu), Rig::Cpu(outs[i].cpu), 5e-3, 2e-2,
+                  std::string(DTypeName(type)) + " joined product " + std::to_string(i));
+    }
   }
 }
 
