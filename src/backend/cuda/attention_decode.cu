@@ -43,6 +43,7 @@ __global__ void __launch_bounds__(kThreads)
   const int t = blockIdx.x, kvh = blockIdx.y, split = blockIdx.z;
   const int hkv = kv.n_kv_heads, d = kv.head_dim, group = n_heads / hkv, tid = threadIdx.x;
   const int seq = layout.token_seq[t], slot = layout.seq_info[seq * 4], pos = layout.token_pos[t];
+  WaitForPrevious();  // q and this token's K/V come from the kernel before
   const int begin = split * chunk, end = min(begin + chunk, pos + 1);
   const int64_t head0 = static_cast<int64_t>(t) * n_heads + static_cast<int64_t>(kvh) * group;
   if (begin >= end) {  // nothing to attend to in this chunk: an empty partial result
@@ -149,6 +150,7 @@ __global__ void __launch_bounds__(kThreads)
 __global__ void AttentionCombineKernel(int n_heads, int d, int n_splits, const float* ws_o, const float* ws_ml,
                                        bf16* out) {
   AllowDependentLaunch();
+  WaitForPrevious();
   const int64_t head = static_cast<int64_t>(blockIdx.x) * n_heads + blockIdx.y;
   const float* ml = ws_ml + head * n_splits * 2;
   float m = -INFINITY;
@@ -176,8 +178,8 @@ void LaunchAttentionSplit(cudaStream_t s, DeviceLayout layout, KvCacheView kv, c
   dim3 grid(static_cast<unsigned>(layout.n_tokens), static_cast<unsigned>(kv.n_kv_heads),
             static_cast<unsigned>(n_splits));
   size_t smem = AttentionSplitSmemBytes(n_heads / kv.n_kv_heads, kv.head_dim);
-  AttentionSplitKernel<<<grid, kThreads, smem, s>>>(layout, kv, static_cast<const bf16*>(q), n_heads, scale, n_splits,
-                                                    chunk, ws_o, ws_ml, static_cast<bf16*>(direct_out));
+  LaunchDependent(AttentionSplitKernel, grid, kThreads, smem, s, layout, kv, static_cast<const bf16*>(q), n_heads, scale,
+                  n_splits, chunk, ws_o, ws_ml, static_cast<bf16*>(direct_out));
   INFX_CUDA_CHECK_LAUNCH();
 }
 
@@ -186,7 +188,8 @@ void LaunchAttentionCombine(cudaStream_t s, int32_t n_tokens, int32_t n_heads, i
   if (n_tokens == 0) return;
   dim3 grid(static_cast<unsigned>(n_tokens), static_cast<unsigned>(n_heads));
   int threads = std::min(256, (head_dim + 31) / 32 * 32);
-  AttentionCombineKernel<<<grid, threads, 0, s>>>(n_heads, head_dim, n_splits, ws_o, ws_ml, static_cast<bf16*>(out));
+  LaunchDependent(AttentionCombineKernel, grid, threads, 0, s, n_heads, head_dim, n_splits, ws_o, ws_ml,
+                  static_cast<bf16*>(out));
   INFX_CUDA_CHECK_LAUNCH();
 }
 

@@ -92,12 +92,45 @@ __device__ __forceinline__ float BlockSum(float v, float* shared) {
   return total;
 }
 
-// Lets the next kernel, when launched as a programmatic dependent (the GEMV), start early; it waits
-// for this one's results itself (griddepcontrol.wait). No-op before sm_90.
+// Lets the next kernel, when launched as a programmatic dependent (LaunchDependent, the GEMVs), start
+// early; it waits for this one's results itself (WaitForPrevious). No-op before sm_90.
 __device__ __forceinline__ void AllowDependentLaunch() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
 #endif
+}
+
+// Waits until the kernels before this one in the stream have finished and their writes are visible
+// (griddepcontrol.wait). A kernel started by LaunchDependent must call it before it touches memory that
+// earlier kernels write or read; it may read what only the host or earlier copies wrote (layouts, page
+// tables, weights) before. No-op before sm_90 and for plain launches.
+__device__ __forceinline__ void WaitForPrevious() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+
+// Launches `kernel` as a programmatic dependent of the stream's previous kernel (sm_90 and later): it may
+// start while that kernel finishes, so its launch latency and its independent prologue overlap the
+// other's tail. The kernel must call WaitForPrevious (above). A plain launch on older GPUs.
+template <typename... Params, typename... Args>
+void LaunchDependent(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t s, Args... args) {
+  int device = 0, major = 0;
+  INFX_CUDA_CHECK(cudaGetDevice(&device));
+  INFX_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = s;
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  if (major >= 9) {
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+  }
+  INFX_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, static_cast<Params>(args)...));
 }
 
 // 8 consecutive weights (any float dtype) as f32; the bf16 path needs 16-byte alignment of w + i.

@@ -16,6 +16,7 @@ __device__ __forceinline__ float Apply(float a, float b) {
 template <typename T, int kOp, bool kVec>
 __global__ void BinaryKernel(const T* a, const T* b, T* out, int64_t n) {
   AllowDependentLaunch();
+  WaitForPrevious();
   int64_t i = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * 8;
   if (i >= n) return;
   if (kVec && i + 8 <= n) {
@@ -35,11 +36,11 @@ void Binary(cudaStream_t s, const void* a, const void* b, void* out, int64_t n) 
   bool vec = Aligned16(a) && Aligned16(b) && Aligned16(out);
   unsigned blocks = Blocks((n + 7) / 8, 256);
   if (vec) {
-    BinaryKernel<T, kOp, true><<<blocks, 256, 0, s>>>(static_cast<const T*>(a), static_cast<const T*>(b),
-                                                      static_cast<T*>(out), n);
+    LaunchDependent(BinaryKernel<T, kOp, true>, blocks, 256, 0, s, static_cast<const T*>(a), static_cast<const T*>(b),
+                    static_cast<T*>(out), n);
   } else {
-    BinaryKernel<T, kOp, false><<<blocks, 256, 0, s>>>(static_cast<const T*>(a), static_cast<const T*>(b),
-                                                       static_cast<T*>(out), n);
+    LaunchDependent(BinaryKernel<T, kOp, false>, blocks, 256, 0, s, static_cast<const T*>(a), static_cast<const T*>(b),
+                    static_cast<T*>(out), n);
   }
 }
 

@@ -31,6 +31,7 @@ __device__ __forceinline__ void Mma16816(float* c, uint32_t a0, uint32_t a1, uin
 // kTiles: tiles of 8 tokens (1: n <= 8, 2: n <= 16); kUnroll: steps of weight loads in flight per thread.
 template <int kTiles, int kUnroll>
 __global__ void __launch_bounds__(32 * kWarps) GemvKernel(GemvBatch p) {
+  AllowDependentLaunch();  // the next kernel may get ready; it waits for this one's results
   // Find this block's segment and 16-row tile.
   int64_t tile = blockIdx.x;
   GemvSegment sg = p.seg[0];

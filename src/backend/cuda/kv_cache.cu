@@ -36,6 +36,15 @@ __global__ void __launch_bounds__(32 * kPrepWarps) QkvPrepKernel(DeviceLayout la
   const HeadPrep& hp = p.t[ti];
   const int pos = layout.token_pos[t];
   bf16* x = static_cast<bf16*>(hp.x) + (static_cast<int64_t>(t) * hp.heads + h) * d;
+  // The cache row (layouts and page tables come from the host) before waiting for x.
+  bf16* cache = nullptr;
+  if (hp.cache != 0) {
+    const int seq = layout.token_seq[t], slot = layout.seq_info[seq * 4];
+    const int page = kv.page_table[static_cast<int64_t>(slot) * kv.pages_per_slot + pos / kPageSize];
+    cache = static_cast<bf16*>(hp.cache == 1 ? kv.k_pages : kv.v_pages) +
+            ((static_cast<int64_t>(page) * kv.n_kv_heads + h) * kPageSize + pos % kPageSize) * d;
+  }
+  WaitForPrevious();
   float ss = 0;
   for (int i = lane; i < d; i += 32) {
     float v = __bfloat162float(x[i]);
@@ -60,13 +69,6 @@ __global__ void __launch_bounds__(32 * kPrepWarps) QkvPrepKernel(DeviceLayout la
     }
     __syncwarp();
   }
-  bf16* cache = nullptr;
-  if (hp.cache != 0) {
-    const int seq = layout.token_seq[t], slot = layout.seq_info[seq * 4];
-    const int page = kv.page_table[static_cast<int64_t>(slot) * kv.pages_per_slot + pos / kPageSize];
-    cache = static_cast<bf16*>(hp.cache == 1 ? kv.k_pages : kv.v_pages) +
-            ((static_cast<int64_t>(page) * kv.n_kv_heads + h) * kPageSize + pos % kPageSize) * d;
-  }
   for (int i = lane; i < d; i += 32) {
     bf16 v = __float2bfloat16_rn(row[i]);
     if (hp.norm_w != nullptr || hp.rope) x[i] = v;
@@ -82,7 +84,7 @@ void LaunchQkvPrep(cudaStream_t s, DeviceLayout layout, KvCacheView kv, QkvPrep 
   int total = 0;
   for (int i = 0; i < prep.n_tensors; ++i) total += prep.t[i].heads;
   dim3 grid(static_cast<unsigned>(layout.n_tokens), static_cast<unsigned>((total + kPrepWarps - 1) / kPrepWarps));
-  QkvPrepKernel<<<grid, 32 * kPrepWarps, 0, s>>>(layout, kv, prep);
+  LaunchDependent(QkvPrepKernel, grid, 32 * kPrepWarps, 0, s, layout, kv, prep);
   INFX_CUDA_CHECK_LAUNCH();
 }
 

@@ -12,6 +12,7 @@ __global__ void __launch_bounds__(32 * kRowsPerBlock)
     RmsNormKernel(const T* x, const T* z, const void* w, int w_dtype, float eps, float w_offset, T* out, int64_t rows,
                   int64_t d) {
   AllowDependentLaunch();
+  WaitForPrevious();
   int64_t row = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + (threadIdx.x >> 5);
   int lane = threadIdx.x & 31;
   if (row >= rows) return;
@@ -61,6 +62,7 @@ __global__ void __launch_bounds__(32 * kRowsPerBlock)
     AddRmsNormKernel(const T* a, const T* b, T* sum, const void* w, int w_dtype, float eps, float w_offset, T* out,
                      int64_t rows, int64_t d) {
   AllowDependentLaunch();
+  WaitForPrevious();
   int64_t row = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + (threadIdx.x >> 5);
   int lane = threadIdx.x & 31;
   if (row >= rows) return;
@@ -113,9 +115,11 @@ void LaunchAdd(cudaStream_t s, const void* a, const void* b, void* sum, const vo
   auto st = static_cast<T*>(sum);
   auto ot = static_cast<T*>(out);
   if (vec) {
-    AddRmsNormKernel<T, true><<<blocks, 32 * kRowsPerBlock, 0, s>>>(at, bt, st, w, w_dtype, eps, w_offset, ot, rows, d);
+    LaunchDependent(AddRmsNormKernel<T, true>, blocks, 32 * kRowsPerBlock, 0, s, at, bt, st, w, w_dtype, eps, w_offset,
+                    ot, rows, d);
   } else {
-    AddRmsNormKernel<T, false><<<blocks, 32 * kRowsPerBlock, 0, s>>>(at, bt, st, w, w_dtype, eps, w_offset, ot, rows, d);
+    LaunchDependent(AddRmsNormKernel<T, false>, blocks, 32 * kRowsPerBlock, 0, s, at, bt, st, w, w_dtype, eps, w_offset,
+                    ot, rows, d);
   }
   INFX_CUDA_CHECK_LAUNCH();
 }
@@ -129,6 +133,7 @@ __global__ void __launch_bounds__(kRowThreads)
     RowNormKernel(const bf16* a, const bf16* b, bf16* sum, const void* w, int w_dtype, float eps, float w_offset,
                   bf16* out, int64_t d) {
   AllowDependentLaunch();
+  WaitForPrevious();
   __shared__ float red[32];
   const int64_t row = blockIdx.x, chunks = d / 8;
   float v[kMaxChunks][8];
@@ -176,12 +181,11 @@ bool TryRowNorm(cudaStream_t s, int dtype, const void* a, const void* b, void* s
   if (threads * kMaxChunks < chunks) return false;
   const bf16* at = static_cast<const bf16*>(a);
   if (b != nullptr) {
-    RowNormKernel<true><<<static_cast<unsigned>(rows), threads, 0, s>>>(at, static_cast<const bf16*>(b),
-                                                                          static_cast<bf16*>(sum), w, w_dtype, eps,
-                                                                          w_offset, static_cast<bf16*>(out), d);
+    LaunchDependent(RowNormKernel<true>, static_cast<unsigned>(rows), threads, 0, s, at, static_cast<const bf16*>(b),
+                    static_cast<bf16*>(sum), w, w_dtype, eps, w_offset, static_cast<bf16*>(out), d);
   } else {
-    RowNormKernel<false><<<static_cast<unsigned>(rows), threads, 0, s>>>(at, nullptr, nullptr, w, w_dtype, eps, w_offset,
-                                                                           static_cast<bf16*>(out), d);
+    LaunchDependent(RowNormKernel<false>, static_cast<unsigned>(rows), threads, 0, s, at, nullptr, nullptr, w, w_dtype,
+                    eps, w_offset, static_cast<bf16*>(out), d);
   }
   INFX_CUDA_CHECK_LAUNCH();
   return true;
@@ -196,9 +200,11 @@ void Launch(cudaStream_t s, const void* x, const void* z, const void* w, int w_d
   const T* zt = static_cast<const T*>(z);
   T* ot = static_cast<T*>(out);
   if (vec) {
-    RmsNormKernel<T, true, kGated><<<blocks, 32 * kRowsPerBlock, 0, s>>>(xt, zt, w, w_dtype, eps, w_offset, ot, rows, d);
+    LaunchDependent(RmsNormKernel<T, true, kGated>, blocks, 32 * kRowsPerBlock, 0, s, xt, zt, w, w_dtype, eps, w_offset,
+                    ot, rows, d);
   } else {
-    RmsNormKernel<T, false, kGated><<<blocks, 32 * kRowsPerBlock, 0, s>>>(xt, zt, w, w_dtype, eps, w_offset, ot, rows, d);
+    LaunchDependent(RmsNormKernel<T, false, kGated>, blocks, 32 * kRowsPerBlock, 0, s, xt, zt, w, w_dtype, eps, w_offset,
+                    ot, rows, d);
   }
   INFX_CUDA_CHECK_LAUNCH();
 }

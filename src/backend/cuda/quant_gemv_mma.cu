@@ -315,6 +315,7 @@ __device__ __forceinline__ void E4m3x4ToHalf(uint32_t v, uint32_t* lo, uint32_t*
 template <int T, bool kHalfX>
 __global__ void __launch_bounds__(32 * kWarps) QuantGemvMmaKernel(GemvBatch p) {
   extern __shared__ __align__(16) uint8_t smem[];
+  AllowDependentLaunch();  // the next kernel may get ready; it waits for this one's results
   const int k = static_cast<int>(p.k), n = static_cast<int>(p.n);
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   constexpr int kCb = ChunkBytes<T>(), kW = StageWords<T>(), kStages = Stages<T>();
@@ -369,9 +370,7 @@ __global__ void __launch_bounds__(32 * kWarps) QuantGemvMmaKernel(GemvBatch p) {
 #pragma unroll
   for (int b = 0; b < kStages - 1; ++b) issue(b, b);
 
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");  // x is ready (no-op without a programmatic launch)
-#endif
+  WaitForPrevious();  // x is ready
   uint8_t* act = smem + StageBytes<T>();
   const bf16* x = static_cast<const bf16*>(p.x);
   constexpr int kG = GroupValues<T>(), kTs = TableStride<T>();
