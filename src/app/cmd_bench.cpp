@@ -45,10 +45,15 @@ ModelConfig FirstLayers(ModelConfig c, int n) {
   return c;
 }
 
+// A block type by name (every GGUF block type, and f8_e4m3_b128).
 DType ParseDummyQuant(const std::string& name) {
-  for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kF8E4M3B128})
+  std::string names;
+  for (int i = static_cast<int>(DType::kQ4_0); i <= static_cast<int>(DType::kF8E4M3B128); ++i) {
+    const DType t = static_cast<DType>(i);
     if (name == DTypeName(t)) return t;
-  ThrowError(ErrorCode::kInvalidArgument, "--dummy-quant: '{}' is not one of q8_0, q4_0, q4_k, q5_k, q6_k, f8_e4m3_b128", name);
+    names += (names.empty() ? "" : ", ") + std::string(DTypeName(t));
+  }
+  ThrowError(ErrorCode::kInvalidArgument, "--dummy-quant: '{}' is not one of {}", name, names);
 }
 
 // Parameters (elements) of the matrix products one token goes through, excluding the embedding and
@@ -255,8 +260,9 @@ void RegisterBenchCommand(CLI::App& app) {
                   "With --dummy-weights: keep only the first N layers, to measure a model larger than the device "
                   "per layer (a hybrid keeps its layer pattern)");
   cmd->add_option("--dummy-quant", o->dummy_quant,
-                  "With --dummy-weights: make the projection weights random blocks of this type (q8_0, q4_0, "
-                  "q4_k, q5_k, q6_k, or f8_e4m3_b128: FP8 checkpoints); the embedding and the routers stay bf16");
+                  "With --dummy-weights: make the projection weights random blocks of this type (a GGUF block "
+                  "type: q4_0, q4_1, q5_0, q5_1, q8_0, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs; or "
+                  "f8_e4m3_b128: FP8 checkpoints); the embedding and the routers stay bf16");
   cmd->callback([o] { Run(*o); });
 }
 

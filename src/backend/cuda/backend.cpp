@@ -174,8 +174,8 @@ Tensor CudaBackend::UploadWeight(const Tensor& host) {
   const bool is_float = host.dtype == DType::kF32 || host.dtype == DType::kF16 || host.dtype == DType::kBF16;
   if (!is_float && !(IsBlockQuantized(host.dtype) && cuda::QuantTypeSupported(static_cast<int>(host.dtype))))
     ThrowError(ErrorCode::kUnsupported,
-               "the CUDA backend has no kernels for {} weights yet (it has q4_0, q8_0, q3_k, q4_k, q5_k, q6_k, f8_e4m3_b128; use "
-               "--backend cpu)",
+               "the CUDA backend has no kernels for {} weights (it takes f32, f16, bf16, the GGUF block types and "
+               "f8_e4m3_b128; use --backend cpu)",
                DTypeName(host.dtype));
   size_t bytes = host.size_bytes();
   void* dst = weights_.Allocate(bytes);

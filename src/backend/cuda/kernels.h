@@ -14,8 +14,10 @@ namespace infernix::cuda {
 
 // DType codes as the kernels see them (static_cast<int>(DType), checked in backend_ops.cpp).
 constexpr int kF32 = 0, kF16 = 1, kBF16 = 2;
-// Block-quantized weight types (quant.cu).
-constexpr int kQ4_0 = 6, kQ8_0 = 10, kQ3_K = 12, kQ4_K = 13, kQ5_K = 14, kQ6_K = 15, kF8E4M3B128 = 18;
+// Block-quantized weight types (quant.cu): every GGUF block type the engine reads, and FP8 with its
+// 128-value block scales.
+constexpr int kQ4_0 = 6, kQ4_1 = 7, kQ5_0 = 8, kQ5_1 = 9, kQ8_0 = 10, kQ2_K = 11, kQ3_K = 12, kQ4_K = 13, kQ5_K = 14,
+              kQ6_K = 15, kIQ4_NL = 16, kIQ4_XS = 17, kF8E4M3B128 = 18;
 
 // Tokens per page of the paged KV cache, and query rows per tile of the flash-attention kernel.
 constexpr int kPageSize = 64;

@@ -134,7 +134,8 @@ TEST(CudaMatMul, QuantizedWeights) {
   INFX_REQUIRE_GPU();
   Rig rig;
   uint64_t seed = 700;
-  for (DType type : {DType::kQ8_0, DType::kQ4_0, DType::kQ3_K, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kF8E4M3B128}) {
+  for (DType type : {DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ8_0, DType::kQ2_K, DType::kQ3_K,
+                     DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kIQ4_NL, DType::kIQ4_XS, DType::kF8E4M3B128}) {
     int mma_cases = 0;
     for (Shape3 s : {Shape3{1, 4096, 4096}, Shape3{3, 1000, 2048}, Shape3{8, 512, 12288}, Shape3{2, 300, 768},
                       Shape3{5, 48, 256}, Shape3{2, 20000, 1024}, Shape3{40, 1024, 4096}}) {
@@ -202,16 +203,17 @@ TEST(CudaMatMul, QuantizedProductsSharingInput) {
   }
 }
 
-TEST(CudaMatMul, UnsupportedQuantizedTypeIsAClearError) {
+TEST(CudaMatMul, UnsupportedWeightTypeIsAClearError) {
   INFX_REQUIRE_GPU();
   Rig rig;
-  HostBuffer packed = RandomQuantBlocks(DType::kIQ4_XS, 16, 256, 1, 1.0f);
+  // Raw E4M3 weights come without their block scales (an FP8 checkpoint is repacked into f8_e4m3_b128).
+  HostBuffer raw(DType::kF8E4M3, {16, 256});
   try {
-    rig.gpu.UploadWeight(packed.view());
+    rig.gpu.UploadWeight(raw.view());
     FAIL() << "expected an error";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
-    EXPECT_NE(std::string(e.what()).find("iq4_xs"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(std::string(DTypeName(DType::kF8E4M3))), std::string::npos) << e.what();
   }
 }
 

@@ -65,15 +65,7 @@ void Run(cudaStream_t s, const void* x, const float* weights, const int32_t* ids
 void LaunchQuantMoeExperts(cudaStream_t s, const void* x, const float* weights, const int32_t* ids, int64_t n,
                            int32_t top_k, ExpertTable ex, float* act, void* out) {
   if (n == 0) return;
-  switch (ex.dtype) {
-    case kQ8_0: Run<kQ8_0>(s, x, weights, ids, n, top_k, ex, act, out); break;
-    case kQ4_0: Run<kQ4_0>(s, x, weights, ids, n, top_k, ex, act, out); break;
-    case kQ4_K: Run<kQ4_K>(s, x, weights, ids, n, top_k, ex, act, out); break;
-    case kQ5_K: Run<kQ5_K>(s, x, weights, ids, n, top_k, ex, act, out); break;
-    case kQ3_K: Run<kQ3_K>(s, x, weights, ids, n, top_k, ex, act, out); break;
-    case kF8E4M3B128: Run<kF8E4M3B128>(s, x, weights, ids, n, top_k, ex, act, out); break;
-    default: Run<kQ6_K>(s, x, weights, ids, n, top_k, ex, act, out); break;
-  }
+  ByQuantType(ex.dtype, [&](auto tc) { Run<decltype(tc)::value>(s, x, weights, ids, n, top_k, ex, act, out); });
 }
 
 }  // namespace infernix::cuda

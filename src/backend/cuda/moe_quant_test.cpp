@@ -42,7 +42,8 @@ void CheckQuantExperts(DType type, int64_t hidden, int64_t inter, uint64_t seed)
 TEST(CudaMoe, QuantizedExpertsMatchTheOracle) {
   INFX_REQUIRE_GPU();
   uint64_t seed = 1200;
-  for (DType type : {DType::kQ8_0, DType::kQ4_0, DType::kQ3_K, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kF8E4M3B128}) {
+  for (DType type : {DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ8_0, DType::kQ2_K, DType::kQ3_K,
+                     DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kIQ4_NL, DType::kIQ4_XS, DType::kF8E4M3B128}) {
     CheckQuantExperts(type, 2048, 768, seed);
     CheckQuantExperts(type, 1024, 512, seed + 100);
     seed += 1000;

@@ -1,8 +1,9 @@
 // GGUF block-quantized weights on the GPU: a dequantizing GEMV for decode (out [n, rows] = x [n, k] @ w^T,
 // n <= kQuantGemvMaxTokens, each packed weight byte read once) and a dequantizer into bf16 rows (for
 // prefill, which then runs the bf16 GEMM, and for embedding lookups). Formats as src/quant/ decodes them
-// on the CPU (docs/quant.md): Q4_0, Q8_0, Q3_K, Q4_K, Q5_K, Q6_K, and FP8 E4M3 with inline 128-value block
-// scales (f8_e4m3_b128, what an FP8 checkpoint is repacked into at load).
+// on the CPU (docs/quant.md): the GGUF block types Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K..Q6_K, IQ4_NL, IQ4_XS,
+// and FP8 E4M3 with inline 128-value block scales (f8_e4m3_b128, what an FP8 checkpoint is repacked into
+// at load). The decode GEMV here is the general fallback of quant_gemv_mma.cu's tensor-core one.
 //
 // Work unit: a sub-block of 32 consecutive values of one row (a legacy block, or an eighth of a K-quant
 // super-block). In the GEMV a warp owns a row and its lanes take the row's sub-blocks in turn; partial
@@ -184,36 +185,22 @@ void LaunchDequantT(cudaStream_t st, const void* w, const int32_t* ids, int64_t 
 }  // namespace
 
 bool QuantTypeSupported(int type) {
-  return type == kQ8_0 || type == kQ4_0 || type == kQ3_K || type == kQ4_K || type == kQ5_K || type == kQ6_K || type == kF8E4M3B128;
+  return type == kQ4_0 || type == kQ4_1 || type == kQ5_0 || type == kQ5_1 || type == kQ8_0 || type == kQ2_K ||
+         type == kQ3_K || type == kQ4_K || type == kQ5_K || type == kQ6_K || type == kIQ4_NL || type == kIQ4_XS ||
+         type == kF8E4M3B128;
 }
 
 void LaunchQuantGemv(cudaStream_t s, int type, const void* x, const void* w, void* out, int out_dtype, int64_t n,
                      int64_t rows, int64_t k) {
   if (n <= 0 || rows <= 0) return;
-  switch (type) {
-    case kQ8_0: LaunchGemvT<kQ8_0>(s, x, w, out, out_dtype, n, rows, k); break;
-    case kQ4_0: LaunchGemvT<kQ4_0>(s, x, w, out, out_dtype, n, rows, k); break;
-    case kQ4_K: LaunchGemvT<kQ4_K>(s, x, w, out, out_dtype, n, rows, k); break;
-    case kQ5_K: LaunchGemvT<kQ5_K>(s, x, w, out, out_dtype, n, rows, k); break;
-    case kQ3_K: LaunchGemvT<kQ3_K>(s, x, w, out, out_dtype, n, rows, k); break;
-    case kF8E4M3B128: LaunchGemvT<kF8E4M3B128>(s, x, w, out, out_dtype, n, rows, k); break;
-    default: LaunchGemvT<kQ6_K>(s, x, w, out, out_dtype, n, rows, k); break;
-  }
+  ByQuantType(type, [&](auto tc) { LaunchGemvT<decltype(tc)::value>(s, x, w, out, out_dtype, n, rows, k); });
   INFX_CUDA_CHECK_LAUNCH();
 }
 
 void LaunchDequantRows(cudaStream_t s, int type, const void* w, const int32_t* ids, int64_t n_table, int64_t k,
                        void* out, int out_dtype, int64_t n) {
   if (n <= 0) return;
-  switch (type) {
-    case kQ8_0: LaunchDequantT<kQ8_0>(s, w, ids, n_table, k, out, out_dtype, n); break;
-    case kQ4_0: LaunchDequantT<kQ4_0>(s, w, ids, n_table, k, out, out_dtype, n); break;
-    case kQ4_K: LaunchDequantT<kQ4_K>(s, w, ids, n_table, k, out, out_dtype, n); break;
-    case kQ5_K: LaunchDequantT<kQ5_K>(s, w, ids, n_table, k, out, out_dtype, n); break;
-    case kQ3_K: LaunchDequantT<kQ3_K>(s, w, ids, n_table, k, out, out_dtype, n); break;
-    case kF8E4M3B128: LaunchDequantT<kF8E4M3B128>(s, w, ids, n_table, k, out, out_dtype, n); break;
-    default: LaunchDequantT<kQ6_K>(s, w, ids, n_table, k, out, out_dtype, n); break;
-  }
+  ByQuantType(type, [&](auto tc) { LaunchDequantT<decltype(tc)::value>(s, w, ids, n_table, k, out, out_dtype, n); });
   INFX_CUDA_CHECK_LAUNCH();
 }
 

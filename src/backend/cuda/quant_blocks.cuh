@@ -13,6 +13,26 @@ __device__ __forceinline__ float Half(const uint8_t* p) {
   return __half2float(__ushort_as_half(static_cast<unsigned short>(p[0] | (p[1] << 8))));
 }
 
+// Little-endian 32-bit word from 4 bytes at any address.
+__device__ __forceinline__ uint32_t Word(const uint8_t* p) {
+  return static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8 | static_cast<uint32_t>(p[2]) << 16 |
+         static_cast<uint32_t>(p[3]) << 24;
+}
+
+// The IQ4_NL / IQ4_XS values (ggml's kvalues_iq4nl: -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25,
+// 38, 53, 69, 89, 113) of the four nibbles held in the low halves of the bytes of q (each 0..15), as four
+// signed bytes: byte permutes pick within the table's low and high eight values, bit 3 chooses.
+__device__ __forceinline__ uint32_t Iq4Lookup(uint32_t q) {
+  const uint32_t sel = (q & 0x7u) | ((q >> 4) & 0x70u) | ((q >> 8) & 0x700u) | ((q >> 12) & 0x7000u);
+  const uint32_t lo = __byte_perm(0xBFAD9881u, 0xF6EADDCFu, sel);
+  const uint32_t hi = __byte_perm(0x26190D01u, 0x71594535u, sel);
+  const uint32_t pick = ((q & 0x08080808u) >> 3) * 0xFFu;
+  return (hi & pick) | (lo & ~pick);
+}
+__device__ __forceinline__ float Iq4Value(int q) {
+  return static_cast<float>(static_cast<int8_t>(Iq4Lookup(static_cast<uint32_t>(q)) & 0xFFu));
+}
+
 // The 6-bit scale and min of sub-block j of a Q4_K / Q5_K super-block (12 packed bytes).
 __device__ __forceinline__ void ScaleMinK4(int j, const uint8_t* q, int* sc, int* m) {
   if (j < 4) {
@@ -87,6 +107,64 @@ __device__ __forceinline__ void LoadSub(const uint8_t* row, int64_t s, float* v)
         v[l] = dl * static_cast<float>(qv);
       }
     }
+  } else if constexpr (T == kQ4_1) {  // f16 d, f16 m, 16 bytes of nibbles as Q4_0: d * q + m
+    const uint8_t* b = row + s * 20;
+    const float d = Half(b), m = Half(b + 2);
+#pragma unroll
+    for (int i = 0; i < 16; ++i) {
+      v[i] = static_cast<float>(b[4 + i] & 0xF) * d + m;
+      v[i + 16] = static_cast<float>(b[4 + i] >> 4) * d + m;
+    }
+  } else if constexpr (T == kQ5_0 || T == kQ5_1) {  // f16 d, (Q5_1: f16 m), 32 fifth bits, nibbles as Q4_0
+    constexpr int kHead = T == kQ5_0 ? 2 : 4;
+    const uint8_t* b = row + s * (kHead + 20);
+    const float d = Half(b), m = T == kQ5_1 ? Half(b + 2) : 0.0f;
+    const uint32_t qh = Word(b + kHead);
+    const uint8_t* qs = b + kHead + 4;
+#pragma unroll
+    for (int i = 0; i < 16; ++i) {
+      const int lo = static_cast<int>((qs[i] & 0xFu) | (((qh >> i) & 1u) << 4));
+      const int hi = static_cast<int>((qs[i] >> 4) | (((qh >> (i + 16)) & 1u) << 4));
+      if constexpr (T == kQ5_0) {
+        v[i] = static_cast<float>(lo - 16) * d;
+        v[i + 16] = static_cast<float>(hi - 16) * d;
+      } else {
+        v[i] = static_cast<float>(lo) * d + m;
+        v[i + 16] = static_cast<float>(hi) * d + m;
+      }
+    }
+  } else if constexpr (T == kQ2_K) {  // scales[16], qs[64], f16 d, f16 dmin; sub-blocks of 16
+    const uint8_t* b = row + (s / 8) * 84;
+    const int j = static_cast<int>(s % 8), h = j / 4, shift = 2 * (j % 4);
+    const float d = Half(b + 80), dmin = Half(b + 82);
+    const uint8_t* q = b + 16 + 32 * h;
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const uint8_t sc = b[2 * j + half];
+      const float dl = d * static_cast<float>(sc & 0xF), ml = dmin * static_cast<float>(sc >> 4);
+#pragma unroll
+      for (int l = 0; l < 16; ++l) v[16 * half + l] = dl * static_cast<float>((q[16 * half + l] >> shift) & 3) - ml;
+    }
+  } else if constexpr (T == kIQ4_NL) {  // f16 d, 16 bytes of table indices as Q4_0
+    const uint8_t* b = row + s * 18;
+    const float d = Half(b);
+#pragma unroll
+    for (int i = 0; i < 16; ++i) {
+      v[i] = d * Iq4Value(b[2 + i] & 0xF);
+      v[i + 16] = d * Iq4Value(b[2 + i] >> 4);
+    }
+  } else if constexpr (T == kIQ4_XS) {  // f16 d, u16 scales_h, scales_l[4], qs[128]; sub-blocks of 32
+    const uint8_t* b = row + (s / 8) * 136;
+    const int j = static_cast<int>(s % 8);
+    const int low = (b[4 + j / 2] >> (4 * (j % 2))) & 0xF;
+    const int high = ((b[2] | (b[3] << 8)) >> (2 * j)) & 3;
+    const float dl = Half(b) * static_cast<float>((low | (high << 4)) - 32);
+    const uint8_t* qs = b + 8 + 16 * j;
+#pragma unroll
+    for (int i = 0; i < 16; ++i) {
+      v[i] = dl * Iq4Value(qs[i] & 0xF);
+      v[i + 16] = dl * Iq4Value(qs[i] >> 4);
+    }
   } else if constexpr (T == kF8E4M3B128) {  // f32 scale, 128 E4M3 values (an FP8 checkpoint's block)
     const uint8_t* b = row + (s / 4) * 132;
     const float d = *reinterpret_cast<const float*>(b);
@@ -112,11 +190,45 @@ __device__ __forceinline__ void LoadSub(const uint8_t* row, int64_t s, float* v)
 
 template <int T>
 __host__ __device__ constexpr int64_t BlockBytes() {
-  return T == kQ8_0 ? 34 : T == kQ4_0 ? 18 : T == kQ3_K ? 110 : T == kQ4_K ? 144 : T == kQ5_K ? 176 : T == kF8E4M3B128 ? 132 : 210;
+  switch (T) {
+    case kQ4_0: return 18;
+    case kQ4_1: return 20;
+    case kQ5_0: return 22;
+    case kQ5_1: return 24;
+    case kQ8_0: return 34;
+    case kQ2_K: return 84;
+    case kQ3_K: return 110;
+    case kQ4_K: return 144;
+    case kQ5_K: return 176;
+    case kQ6_K: return 210;
+    case kIQ4_NL: return 18;
+    case kIQ4_XS: return 136;
+    default: return 132;  // kF8E4M3B128
+  }
 }
 template <int T>
 __host__ __device__ constexpr int64_t BlockValues() {
-  return (T == kQ8_0 || T == kQ4_0) ? 32 : T == kF8E4M3B128 ? 128 : 256;
+  return (T <= kQ8_0 || T == kIQ4_NL) ? 32 : T == kF8E4M3B128 ? 128 : 256;
+}
+
+// Calls f(std::integral_constant<int, T>{}) for a block type code that QuantTypeSupported accepts.
+template <typename F>
+auto ByQuantType(int type, F&& f) {
+  switch (type) {
+    case kQ4_0: return f(std::integral_constant<int, kQ4_0>{});
+    case kQ4_1: return f(std::integral_constant<int, kQ4_1>{});
+    case kQ5_0: return f(std::integral_constant<int, kQ5_0>{});
+    case kQ5_1: return f(std::integral_constant<int, kQ5_1>{});
+    case kQ8_0: return f(std::integral_constant<int, kQ8_0>{});
+    case kQ2_K: return f(std::integral_constant<int, kQ2_K>{});
+    case kQ3_K: return f(std::integral_constant<int, kQ3_K>{});
+    case kQ4_K: return f(std::integral_constant<int, kQ4_K>{});
+    case kQ5_K: return f(std::integral_constant<int, kQ5_K>{});
+    case kQ6_K: return f(std::integral_constant<int, kQ6_K>{});
+    case kIQ4_NL: return f(std::integral_constant<int, kIQ4_NL>{});
+    case kIQ4_XS: return f(std::integral_constant<int, kIQ4_XS>{});
+    default: return f(std::integral_constant<int, kF8E4M3B128>{});
+  }
 }
 
 template <int T>

@@ -53,7 +53,7 @@ __host__ __device__ constexpr bool IsIntType() {
 // Values of a scale group per type: 32, except Q3_K / Q6_K (16) and FP8 (its 128-value block).
 template <int T>
 __host__ __device__ constexpr int GroupValues() {
-  return (T == kQ3_K || T == kQ6_K) ? 16 : T == kF8E4M3B128 ? 128 : 32;
+  return (T == kQ2_K || T == kQ3_K || T == kQ6_K) ? 16 : T == kF8E4M3B128 ? 128 : 32;
 }
 
 // Shared memory of the integer types, after the warps' staging buffers: per warp a table of the 16 rows'
@@ -140,7 +140,7 @@ __device__ __forceinline__ void MmaBf16(float* c, uint32_t a0, uint32_t a1, uint
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
-// The 8 integer codes (unsigned, before the type's offset; Q8_0: signed) at values 8t..8t+7 of 32-value
+// The 8 integer codes (unsigned, before the type's offset; Q8_0 and the IQ4 table values: signed) at values 8t..8t+7 of 32-value
 // sub-block j (0..7) of a staged chunk `c` (256 values of one row), for the types with 32-value groups.
 template <int T>
 __device__ __forceinline__ uint2 Codes32(const uint8_t* c, int j, int t) {
@@ -150,6 +150,24 @@ __device__ __forceinline__ uint2 Codes32(const uint8_t* c, int j, int t) {
     const uint2 q = Lds64Unaligned(c + 18 * j + 2 + 8 * (t & 1));
     const int sh = 4 * (t >> 1);
     return make_uint2((q.x >> sh) & 0x0F0F0F0Fu, (q.y >> sh) & 0x0F0F0F0Fu);
+  } else if constexpr (T == kQ4_1) {
+    const uint2 q = Lds64Unaligned(c + 20 * j + 4 + 8 * (t & 1));
+    const int sh = 4 * (t >> 1);
+    return make_uint2((q.x >> sh) & 0x0F0F0F0Fu, (q.y >> sh) & 0x0F0F0F0Fu);
+  } else if constexpr (T == kQ5_0 || T == kQ5_1) {  // nibbles as Q4_0, fifth bit i of the block's qh word
+    constexpr int kHead = T == kQ5_0 ? 2 : 4;
+    const uint8_t* b = c + (kHead + 20) * j;
+    const uint2 q = Lds64Unaligned(b + kHead + 4 + 8 * (t & 1));
+    const uint32_t qh = Lds32Unaligned(b + kHead) >> (8 * t);
+    const int sh = 4 * (t >> 1);
+    // Bit e of a 4-bit field to bit 4 of byte e (the shifted copies do not overlap: no carries).
+    const uint32_t h0 = ((qh & 0xFu) * 0x00204081u & 0x01010101u) << 4;
+    const uint32_t h1 = (((qh >> 4) & 0xFu) * 0x00204081u & 0x01010101u) << 4;
+    return make_uint2(((q.x >> sh) & 0x0F0F0F0Fu) | h0, ((q.y >> sh) & 0x0F0F0F0Fu) | h1);
+  } else if constexpr (T == kIQ4_NL || T == kIQ4_XS) {  // table values of nibbles laid out as Q4_0
+    const uint2 q = T == kIQ4_NL ? Lds64Unaligned(c + 18 * j + 2 + 8 * (t & 1)) : Lds64(c + 8 + 16 * j + 8 * (t & 1));
+    const int sh = 4 * (t >> 1);
+    return make_uint2(Iq4Lookup((q.x >> sh) & 0x0F0F0F0Fu), Iq4Lookup((q.y >> sh) & 0x0F0F0F0Fu));
   } else if constexpr (T == kQ4_K) {
     const uint2 q = Lds64(c + 16 + 32 * (j >> 1) + 8 * t);
     const int sh = 4 * (j & 1);
@@ -168,7 +186,9 @@ __device__ __forceinline__ uint2 Codes32(const uint8_t* c, int j, int t) {
 template <int T>
 __device__ __forceinline__ uint32_t Codes16(const uint8_t* c, int gi, int t) {
   const int j = gi >> 1, i = 16 * (gi & 1) + 4 * t;  // sub-block of 32, value within it
-  if constexpr (T == kQ6_K) {
+  if constexpr (T == kQ2_K) {
+    return (Lds32(c + 16 + 32 * (j >> 2) + i) >> (2 * (j & 3))) & 0x03030303u;
+  } else if constexpr (T == kQ6_K) {
     const int half = j >> 2, quarter = j & 3;
     const uint32_t ql = Lds32Unaligned(c + half * 64 + (quarter & 1) * 32 + i);
     const uint32_t qh = Lds32Unaligned(c + 128 + half * 32 + i);
@@ -190,6 +210,24 @@ __device__ __forceinline__ void GroupScale(const uint8_t* c, int s, float* scale
   } else if constexpr (T == kQ4_0) {
     *scale = HalfAt(c + 18 * s);
     *min = 8.0f * *scale;
+  } else if constexpr (T == kQ4_1 || T == kQ5_1) {
+    constexpr int kBytes = T == kQ4_1 ? 20 : 24;
+    *scale = HalfAt(c + kBytes * s);
+    *min = -HalfAt(c + kBytes * s + 2);
+  } else if constexpr (T == kQ5_0) {
+    *scale = HalfAt(c + 22 * s);
+    *min = 16.0f * *scale;
+  } else if constexpr (T == kIQ4_NL) {
+    *scale = HalfAt(c + 18 * s);
+    *min = 0.0f;
+  } else if constexpr (T == kIQ4_XS) {
+    const int low = (c[4 + s / 2] >> (4 * (s % 2))) & 0xF;
+    const int high = (*reinterpret_cast<const unsigned short*>(c + 2) >> (2 * s)) & 3;
+    *scale = HalfAt(c) * static_cast<float>((low | (high << 4)) - 32);
+    *min = 0.0f;
+  } else if constexpr (T == kQ2_K) {
+    *scale = HalfAt(c + 80) * static_cast<float>(c[s] & 0xF);
+    *min = HalfAt(c + 82) * static_cast<float>(c[s] >> 4);
   } else if constexpr (T == kQ4_K || T == kQ5_K) {
     int sc, m;
     ScaleMinK4(s, c + 4, &sc, &m);
@@ -432,7 +470,7 @@ __global__ void __launch_bounds__(32 * kWarps) QuantGemvMmaKernel(GemvBatch p) {
             const uint2 wg = Codes32<T>(rg, j, t), wh = Codes32<T>(rh, j, t);
             const uint2 bx = *reinterpret_cast<const uint2*>(xb + 32 * j);
             int cc[4] = {0, 0, 0, 0};
-            MmaInt32<T == kQ8_0>(cc, wg.x, wh.x, wg.y, wh.y, bx.x, bx.y);
+            MmaInt32<T == kQ8_0 || T == kIQ4_NL || T == kIQ4_XS>(cc, wg.x, wh.x, wg.y, wh.y, bx.x, bx.y);
             accumulate(cc, j, xg0 + j);
           }
         } else {
@@ -549,31 +587,11 @@ void Launch(cudaStream_t s, const GemvBatch& batch, int64_t tiles) {
   INFX_CUDA_CHECK(cudaLaunchKernelEx(&cfg, QuantGemvMmaKernel<T, kHalfX>, batch));
 }
 
-template <typename F>
-auto ByType(int type, F&& f) {
-  switch (type) {
-    case kQ8_0:
-      return f(std::integral_constant<int, kQ8_0>{});
-    case kQ4_0:
-      return f(std::integral_constant<int, kQ4_0>{});
-    case kQ3_K:
-      return f(std::integral_constant<int, kQ3_K>{});
-    case kQ4_K:
-      return f(std::integral_constant<int, kQ4_K>{});
-    case kQ5_K:
-      return f(std::integral_constant<int, kQ5_K>{});
-    case kQ6_K:
-      return f(std::integral_constant<int, kQ6_K>{});
-    default:
-      return f(std::integral_constant<int, kF8E4M3B128>{});
-  }
-}
-
 }  // namespace
 
 void ConfigureQuantGemvMma(size_t max_smem_optin) {
-  for (int type : {kQ8_0, kQ4_0, kQ3_K, kQ4_K, kQ5_K, kQ6_K})
-    ByType(type, [&](auto tc) { Configure<decltype(tc)::value, false>(max_smem_optin); });
+  for (int type : {kQ4_0, kQ4_1, kQ5_0, kQ5_1, kQ8_0, kQ2_K, kQ3_K, kQ4_K, kQ5_K, kQ6_K, kIQ4_NL, kIQ4_XS})
+    ByQuantType(type, [&](auto tc) { Configure<decltype(tc)::value, false>(max_smem_optin); });
   Configure<kF8E4M3B128, false>(max_smem_optin);
   Configure<kF8E4M3B128, true>(max_smem_optin);
 }
@@ -583,7 +601,7 @@ bool QuantGemvMmaFits(int type, int64_t n, int64_t k, int64_t rows, const void* 
   if (!QuantTypeSupported(type) || n < 1 || n > kQuantGemvMaxTokens || rows < 1 || k % kChunk != 0) return false;
   if ((reinterpret_cast<uintptr_t>(x) & 15u) != 0 || (reinterpret_cast<uintptr_t>(w) & 15u) != 0) return false;
   if (k > (int64_t{1} << 24) || rows > (int64_t{1} << 24)) return false;  // 32-bit index math
-  return ByType(type, [&](auto tc) {
+  return ByQuantType(type, [&](auto tc) {
     constexpr int T = decltype(tc)::value;
     return (k / kChunk * ChunkBytes<T>()) % 16 == 0 && SmemBytes<T, false>(n, k) + kStaticSmem <= max_smem_optin;
   });
@@ -596,7 +614,7 @@ void LaunchQuantGemvMma(cudaStream_t s, GemvBatch batch, size_t max_smem_optin) 
   if (batch.w_type == kF8E4M3B128 && batch.n <= 2 && HalfXFits(batch.n, batch.k, max_smem_optin)) {
     Launch<kF8E4M3B128, true>(s, batch, tiles);
   } else {
-    ByType(batch.w_type, [&](auto tc) { Launch<decltype(tc)::value, false>(s, batch, tiles); });
+    ByQuantType(batch.w_type, [&](auto tc) { Launch<decltype(tc)::value, false>(s, batch, tiles); });
   }
   INFX_CUDA_CHECK_LAUNCH();
 }
