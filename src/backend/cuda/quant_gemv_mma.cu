@@ -2,21 +2,26 @@
 // dequant(w_i)^T for n <= 8 tokens and up to 4 weights of one type that share x (q/k/v, gate/up), every
 // packed weight byte read once.
 //
-// Integer types (Q8_0, Q4_0, Q3_K, Q4_K, Q5_K, Q6_K): each thread block first rounds x to 8-bit integers
+// Integer types (every GGUF block type): each thread block first rounds x to 8-bit integers
 // in blocks of 32 (scale = max |x| / 127, as llama.cpp's q8_1 activations) into shared memory, with the
-// integer sums of every 16 values. The weights' integer codes (unsigned, before their offset) then go
-// through int8 mma.sync m16n8k16 with exact 32-bit sums per scale group (16 or 32 values), and each sum
-// is scaled in f32: acc += dx * (d_w * sum(q * xq) - min_w * sum(xq)), where min_w is the type's offset
-// (Q4_0: 8 d, Q3_K: 4 d, Q6_K: 32 d) or the K-quant's sub-block minimum.
-// FP8 (f8_e4m3_b128): E4M3 codes convert exactly to bf16 and run through bf16 mma.sync with x as it is;
+// integer sums of every scale group. The weights' integer codes then go through int8 mma.sync (m16n8k32
+// for 32-value scale groups, m16n8k16 for the 16-value groups of Q2_K, Q3_K, Q6_K) with exact 32-bit sums
+// per scale group, and each sum is scaled in f32: acc += dx * (d_w * sum(q * xq) - min_w * sum(xq)), where
+// min_w is the type's offset (Q4_0: 8 d, Q5_0: 16 d, Q3_K: 4 d, Q6_K: 32 d), minus the block's m (Q4_1,
+// Q5_1) or the K-quant's sub-block minimum; the codes are unsigned except for Q8_0 and the IQ4 types
+// (their 4-bit codes looked up in the value table).
+// FP8 (f8_e4m3_b128): E4M3 codes convert exactly to f16; x goes to shared memory as f16 times a power
+// of two (exact) for one or two tokens and f16 mma.sync runs, else bf16 mma.sync with x read as it is;
 // each 128-value block's f32 sum is scaled by its block scale.
 //
-// A thread block owns 16 rows (one mma tile); its 8 warps take turns over chunks of 256 values. A warp
-// stages the 16 rows' packed bytes of a chunk in shared memory with 16-byte cp.async copies (double
-// buffered: the next chunk loads while this one is computed) and decodes its mma fragments from there.
-// The k order inside a 16-value group is permuted as in gemv.cu: thread (g, t) supplies values 4t..4t+3
-// of rows g and g + 8 and of token g's activations. Partial sums of the 8 warps are added in shared
-// memory in a fixed order (deterministic).
+// A thread block owns 16 rows (one mma tile) at a time; its 8 warps take turns over chunks of 256 values.
+// A warp stages the 16 rows' packed bytes of a chunk in shared memory with 16-byte cp.async copies and
+// decodes its mma fragments from there; the scales of the chunk's 16 rows are decoded once into a table.
+// The grid holds as many blocks as fit on the device, each looping over tiles, and a warp's chunks run
+// through one pipeline of two or three buffers across tiles (the next chunks load while one is computed).
+// The k order inside a mma step is permuted as in gemv.cu (thread (g, t) supplies consecutive values of
+// rows g and g + 8 and of token g's activations, A and B alike). Partial sums of the 8 warps are added in
+// shared memory in a fixed order (deterministic).
 #include "backend/cuda/quant_blocks.cuh"
 
 namespace infernix::cuda {
