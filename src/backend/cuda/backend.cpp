@@ -81,6 +81,7 @@ CudaBackend::CudaBackend(const CudaOptions& options)
   smem_optin_ = static_cast<size_t>(optin);
   cuda::ConfigureAttentionKernels(smem_optin_);
   cuda::ConfigureQuantGemvMma(smem_optin_);
+  cuda::ConfigureQuantMoeMma(smem_optin_);
   for (auto& e : staging_done_) INFX_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
 }
 
@@ -259,6 +260,10 @@ const cuda::ExpertTable& CudaBackend::ExpertTableFor(const ExpertWeights& expert
   t.n_experts = static_cast<int32_t>(n);
   t.inter = g0.rows();
   t.hidden = g0.cols();
+  t.aligned16 = std::all_of(ptrs.begin(), ptrs.end(),
+                            [](const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; })
+                    ? 1
+                    : 0;
   return expert_tables_.emplace(key, ExpertTableEntry{t}).first->second.table;
 }
 

@@ -375,7 +375,7 @@ void CudaBackend::MoeExperts(const Tensor& x, const Tensor& weights, const Tenso
   Tensor act = Scratch(DType::kF32, {n, top_k, table.inter});
   if (IsBlockQuantized(static_cast<DType>(table.dtype))) {
     Enqueue(cuda::LaunchQuantMoeExperts, x.data, weights.as<const float>(), ids.as<const int32_t>(), n,
-            static_cast<int32_t>(top_k), table, act.as<float>(), out.data);
+            static_cast<int32_t>(top_k), table, act.as<float>(), out.data, smem_optin_);
     return;
   }
   Enqueue(cuda::LaunchMoeExperts, x.data, weights.as<const float>(), ids.as<const int32_t>(), n,

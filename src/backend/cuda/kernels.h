@@ -194,13 +194,18 @@ struct ExpertTable {
   const void* const* down = nullptr;
   int32_t dtype = kBF16, n_experts = 0;
   int64_t inter = 0, hidden = 0;
+  int32_t aligned16 = 0, unused = 0;  // every expert's weights start 16-byte aligned
 };
 // act: scratch f32 [n, top_k, inter]. x, out act bf16 [n, hidden]. Float expert weights (moe.cu).
 void LaunchMoeExperts(cudaStream_t s, const void* x, const float* weights, const int32_t* ids, int64_t n,
                       int32_t top_k, ExpertTable experts, float* act, void* out);
-// The same for block-quantized expert weights of a type QuantTypeSupported accepts (moe_quant.cu).
+// The same for block-quantized expert weights of a type QuantTypeSupported accepts (moe_quant.cu): on
+// tensor cores (x and act rounded to int8 blocks for the integer types) up to kQuantGemvMaxTokens tokens
+// when the shapes and max_smem_optin allow, else in f32.
 void LaunchQuantMoeExperts(cudaStream_t s, const void* x, const float* weights, const int32_t* ids, int64_t n,
-                           int32_t top_k, ExpertTable experts, float* act, void* out);
+                           int32_t top_k, ExpertTable experts, float* act, void* out, size_t max_smem_optin);
+// Raises the tensor-core expert kernels' dynamic shared-memory limit (once per device, before use).
+void ConfigureQuantMoeMma(size_t max_smem_optin);
 
 // ---- sampling-side reductions (sampling.cu); logits f32 [rows, cols] ----
 void LaunchArgmaxRows(cudaStream_t s, const float* logits, int64_t rows, int64_t cols, int32_t* ids);

@@ -1,8 +1,13 @@
-// The routed experts of a MoE layer with GGUF block-quantized weights (Qwen3-MoE / Qwen3-Next GGUF
-// files): per token and selected expert, act = silu(gate_e x) * (up_e x), then out = sum_j w_j down_e act.
-// The same two-kernel shape as moe.cu's, with each warp dotting a quantized row (quant_blocks.cuh): only
-// the selected experts' weights are read.
-#include "backend/cuda/quant_blocks.cuh"
+// The routed experts of a MoE layer with block-quantized weights (Qwen3-MoE / Qwen3-Next GGUF files, FP8
+// checkpoints): per token and selected expert, act = silu(gate_e x) * (up_e x), then out = sum_j w_j down_e
+// act. Only the selected experts' weights are read. Two kernels either way:
+//  - for up to kQuantGemvMaxTokens tokens, on tensor cores with the building blocks of the quantized
+//    decode GEMV (quant_mma.cuh): the first takes tiles of 16 rows of one selected expert's gate and up
+//    (x rounded to int8 blocks, or bf16 for FP8) and writes act in bf16; the second takes tiles of 16
+//    output rows of one token and runs through its top_k experts' down rows, each chunk's sum scaled by
+//    the routing weight, so the weighted sum needs no further pass;
+//  - else a warp per row dotting each quantized row (quant_blocks.cuh) in f32.
+#include "backend/cuda/quant_mma.cuh"
 
 namespace infernix::cuda {
 namespace {
@@ -50,8 +55,8 @@ __global__ void QuantMoeDownKernel(const float* act, const float* weights, const
 }
 
 template <int T>
-void Run(cudaStream_t s, const void* x, const float* weights, const int32_t* ids, int64_t n, int top_k,
-         ExpertTable ex, float* act, void* out) {
+void Run(cudaStream_t s, const void* x, const float* weights, const int32_t* ids, int64_t n, int top_k, ExpertTable ex,
+         float* act, void* out) {
   dim3 act_grid(static_cast<unsigned>(n * top_k), static_cast<unsigned>((ex.inter + kWarps - 1) / kWarps));
   QuantMoeActKernel<T><<<act_grid, 32 * kWarps, 0, s>>>(static_cast<const bf16*>(x), ids, top_k, ex, act);
   INFX_CUDA_CHECK_LAUNCH();
@@ -60,12 +65,182 @@ void Run(cudaStream_t s, const void* x, const float* weights, const int32_t* ids
   INFX_CUDA_CHECK_LAUNCH();
 }
 
+// ---- tensor cores ----
+
+struct MoeMmaArgs {
+  const bf16* x;         // [n, hidden] (gate/up) or act [n * top_k, inter] (down)
+  const float* weights;  // [n, top_k]
+  const int32_t* ids;    // [n, top_k]
+  int32_t n, top_k;
+  ExpertTable ex;
+  bf16* out;  // act [n * top_k, inter] (gate/up) or [n, hidden] (down)
+};
+
+// kDown false: tiles (slot = token * top_k + j, 16 rows of inter); a warp's items are (gate | up, chunk of
+// hidden); writes act = silu(gate) * up. kDown true: tiles (token, 16 rows of hidden); items (j, chunk of
+// inter) over the token's top_k experts, scaled by their routing weights; writes out.
+template <int T, bool kDown>
+__global__ void __launch_bounds__(32 * qmma::kWarps) MoeMmaKernel(MoeMmaArgs a) {
+  using namespace qmma;  // NOLINT: the building blocks of this kernel family
+  extern __shared__ __align__(16) uint8_t smem[];
+  AllowDependentLaunch();
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2;
+  constexpr int kCb = ChunkBytes<T>(), kW = StageWords<T>(), kStages = Stages<T>(), kG = GroupValues<T>();
+  const int inter = static_cast<int>(a.ex.inter), hidden = static_cast<int>(a.ex.hidden), top_k = a.top_k;
+  const int k = kDown ? inter : hidden, rows = kDown ? hidden : inter;  // of the products
+  const int chunks = k / kChunk, row_tiles = (rows + 15) / 16;
+  const size_t row_bytes = static_cast<size_t>(chunks) * kCb;
+  const int tiles = (kDown ? a.n : a.n * top_k) * row_tiles;
+  const int per_tile_all = (kDown ? top_k : 2) * chunks;  // items of a tile, split over the warps
+  const int per_tile = warp < per_tile_all ? (per_tile_all - warp + kWarps - 1) / kWarps : 0;
+  const int my_tiles = (tiles - static_cast<int>(blockIdx.x) + gridDim.x - 1) / gridDim.x;
+  const int items = my_tiles * per_tile;
+  uint8_t* stage = smem + warp * kStages * 16 * kW * 16;
+  // Item `it` of this warp: its tile, the activation row it multiplies (slot), the matrix half (gate / up)
+  // or expert j, and the chunk.
+  struct Item {
+    int tile, slot, part, c;
+  };
+  auto item = [&](int it) {
+    Item r;
+    r.tile = static_cast<int>(blockIdx.x) + (it / per_tile) * gridDim.x;
+    const int idx = warp + (it % per_tile) * kWarps;
+    r.part = idx / chunks;
+    r.c = idx % chunks;
+    r.slot = kDown ? (r.tile / row_tiles) * top_k + r.part : r.tile / row_tiles;
+    return r;
+  };
+  WaitForPrevious();  // the routing (ids, weights) and x come from the kernels before
+  auto issue = [&](int it, int b) {
+    if (it < items) {
+      const Item m = item(it);
+      const int e = a.ids[m.slot];
+      const void* const* table = kDown ? a.ex.down : (m.part == 0 ? a.ex.gate : a.ex.up);
+      StageChunk<T>(stage + b * 16 * kW * 16, static_cast<const uint8_t*>(table[e]), (m.tile % row_tiles) * 16, rows,
+                    row_bytes, m.c, lane);
+    }
+    CpAsyncCommit();
+  };
+#pragma unroll
+  for (int b = 0; b < kStages - 1; ++b) issue(b, b);
+
+  uint8_t* act_smem = smem + StageBytes<T>();
+  float2* table = reinterpret_cast<float2*>(act_smem) + warp * 16 * TableStride<T>();
+  const int x_rows = kDown ? a.n * top_k : a.n;
+  int8_t* xq = reinterpret_cast<int8_t*>(act_smem + TableBytes<T>());
+  float2* xs = reinterpret_cast<float2*>(act_smem + TableBytes<T>() + x_rows * XqStride(k));
+  if constexpr (IsIntType<T>()) {
+    QuantizeActivations<kG>(a.x, x_rows, k, xq, xs);
+    __syncthreads();
+  }
+  float acc[2][4];  // per part (gate / up; one for down): rows g, g, g+8, g+8 (every column the same row of x)
+  __shared__ float partial[2][kWarps][4][32];
+  for (int ti = 0; ti < my_tiles; ++ti) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) acc[h][0] = acc[h][1] = acc[h][2] = acc[h][3] = 0.0f;
+    for (int mi = 0; mi < per_tile; ++mi) {
+      const int it = ti * per_tile + mi, b = it % kStages;
+      issue(it + kStages - 1, (it + kStages - 1) % kStages);
+      CpAsyncWait<kStages - 1>();
+      __syncwarp();
+      const Item m = item(it);
+      const int xr = kDown ? m.slot : m.slot / top_k;  // the activation row
+      const float factor = kDown ? a.weights[m.slot] : 1.0f;
+      const uint8_t* rows16 = stage + b * 16 * kW * 16 + ((m.c * kCb) & 15);
+      const int k0 = m.c * kChunk;
+      float* ac = acc[kDown ? 0 : m.part];
+      if constexpr (IsIntType<T>()) {
+        const float2* xr_s = xs + xr * (k / kG) + k0 / kG;
+        ChunkProductInt<T>(rows16, table, xq + xr * XqStride(k) + k0, xr_s, xr_s, factor, lane, ac);
+      } else {
+        ChunkProductF8<false>(rows16, a.x + static_cast<int64_t>(xr) * k + k0, factor, lane, ac);
+      }
+      __syncwarp();
+    }
+    // Sums over the warps in a fixed order; column 0 of C (lanes with t = 0) holds each row's result.
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+      for (int q = 0; q < 4; ++q) partial[h][warp][q][lane] = acc[h][q];
+    __syncthreads();
+    if (threadIdx.x < 16) {
+      const int r = threadIdx.x, ln = (r & 7) * 4, q = r >= 8 ? 2 : 0;
+      const int tile = static_cast<int>(blockIdx.x) + ti * gridDim.x, row = (tile % row_tiles) * 16 + r;
+      float sum[2] = {0.0f, 0.0f};
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+#pragma unroll
+        for (int i = 0; i < kWarps; ++i) sum[h] += partial[h][i][q][ln];
+      if (row < rows) {
+        const int owner = tile / row_tiles;  // the token (down) or the slot (gate / up)
+        const float v = kDown ? sum[0] : Silu(sum[0]) * sum[1];
+        a.out[static_cast<int64_t>(owner) * rows + row] = __float2bfloat16_rn(v);
+      }
+    }
+    __syncthreads();
+  }
+  (void)g;
+}
+
+template <int T, bool kDown>
+size_t MoeMmaSmem(int64_t x_rows, int64_t k) {
+  return qmma::StageBytes<T>() + (qmma::IsIntType<T>() ? qmma::ActBytes<T>(x_rows, k) : 0);
+}
+
+template <int T, bool kDown>
+void LaunchMoeMma(cudaStream_t s, const MoeMmaArgs& a, int64_t tiles, int64_t x_rows, int64_t k) {
+  const size_t smem = MoeMmaSmem<T, kDown>(x_rows, k);
+  int device = 0, sms = 0, per_sm = 0;
+  INFX_CUDA_CHECK(cudaGetDevice(&device));
+  INFX_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  INFX_CUDA_CHECK(
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, MoeMmaKernel<T, kDown>, 32 * qmma::kWarps, smem));
+  const int64_t blocks = std::min<int64_t>(tiles, std::max(1, per_sm) * static_cast<int64_t>(sms));
+  LaunchDependent(MoeMmaKernel<T, kDown>, dim3(static_cast<unsigned>(blocks)), dim3(32 * qmma::kWarps), smem, s, a);
+  INFX_CUDA_CHECK_LAUNCH();
+}
+
+// Whether the tensor-core kernels take these experts (shapes, alignment, shared memory).
+template <int T>
+bool MoeMmaFits(int64_t n, int32_t top_k, const ExpertTable& ex, size_t max_smem_optin) {
+  using namespace qmma;  // NOLINT
+  const auto fits = [&](int64_t k, int64_t x_rows, size_t smem) {
+    return k % kChunk == 0 && (k / kChunk * ChunkBytes<T>()) % 16 == 0 && smem + 2 * kStaticSmem <= max_smem_optin &&
+           x_rows * k < (int64_t{1} << 30);
+  };
+  return n >= 1 && n <= kQuantGemvMaxTokens && ex.aligned16 != 0 &&
+         fits(ex.hidden, n, MoeMmaSmem<T, false>(n, ex.hidden)) &&
+         fits(ex.inter, n * top_k, MoeMmaSmem<T, true>(n * top_k, ex.inter));
+}
+
 }  // namespace
 
+void ConfigureQuantMoeMma(size_t max_smem_optin) {
+  for (int type : {kQ4_0, kQ4_1, kQ5_0, kQ5_1, kQ8_0, kQ2_K, kQ3_K, kQ4_K, kQ5_K, kQ6_K, kIQ4_NL, kIQ4_XS, kF8E4M3B128})
+    ByQuantType(type, [&](auto tc) {
+      constexpr int T = decltype(tc)::value;
+      const int limit = static_cast<int>(max_smem_optin - 2 * qmma::kStaticSmem);
+      INFX_CUDA_CHECK(cudaFuncSetAttribute(MoeMmaKernel<T, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, limit));
+      INFX_CUDA_CHECK(cudaFuncSetAttribute(MoeMmaKernel<T, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, limit));
+    });
+}
+
 void LaunchQuantMoeExperts(cudaStream_t s, const void* x, const float* weights, const int32_t* ids, int64_t n,
-                           int32_t top_k, ExpertTable ex, float* act, void* out) {
+                           int32_t top_k, ExpertTable ex, float* act, void* out, size_t max_smem_optin) {
   if (n == 0) return;
-  ByQuantType(ex.dtype, [&](auto tc) { Run<decltype(tc)::value>(s, x, weights, ids, n, top_k, ex, act, out); });
+  ByQuantType(ex.dtype, [&](auto tc) {
+    constexpr int T = decltype(tc)::value;
+    if (MoeMmaFits<T>(n, top_k, ex, max_smem_optin)) {
+      bf16* act_bf16 = reinterpret_cast<bf16*>(act);  // [n * top_k, inter] in the f32 scratch
+      const int32_t nn = static_cast<int32_t>(n);
+      LaunchMoeMma<T, false>(s, MoeMmaArgs{static_cast<const bf16*>(x), weights, ids, nn, top_k, ex, act_bf16},
+                             n * top_k * ((ex.inter + 15) / 16), n, ex.hidden);
+      LaunchMoeMma<T, true>(s, MoeMmaArgs{act_bf16, weights, ids, nn, top_k, ex, static_cast<bf16*>(out)},
+                            n * ((ex.hidden + 15) / 16), n * top_k, ex.inter);
+    } else {
+      Run<T>(s, x, weights, ids, n, top_k, ex, act, out);
+    }
+  });
 }
 
 }  // namespace infernix::cuda

@@ -22,337 +22,12 @@
 // The k order inside a mma step is permuted as in gemv.cu (thread (g, t) supplies consecutive values of
 // rows g and g + 8 and of token g's activations, A and B alike). Partial sums of the 8 warps are added in
 // shared memory in a fixed order (deterministic).
-#include "backend/cuda/quant_blocks.cuh"
+#include "backend/cuda/quant_mma.cuh"
 
 namespace infernix::cuda {
 namespace {
 
-constexpr int kWarps = 8;
-constexpr int kChunk = 256;  // values of a row per warp step
-
-template <int T>
-__host__ __device__ constexpr int ChunkBytes() {
-  return static_cast<int>(kChunk / BlockValues<T>() * BlockBytes<T>());
-}
-// 16-byte words of a staged row chunk: a chunk starts at a multiple of gcd(chunk bytes, 16) within its
-// first word. Odd, so that the 8 rows a warp's fragment loads touch at once fall in different banks.
-__host__ __device__ constexpr int Gcd(int a, int b) { return b == 0 ? a : Gcd(b, a % b); }
-template <int T>
-__host__ __device__ constexpr int StageWords() {
-  return ((ChunkBytes<T>() + 16 - Gcd(ChunkBytes<T>(), 16) + 15) / 16) | 1;
-}
-// Chunks in flight per warp: three when a chunk is small, else two (shared memory per block).
-template <int T>
-__host__ __device__ constexpr int Stages() {
-  return ChunkBytes<T>() <= 176 ? 3 : 2;
-}
-template <int T>
-__host__ __device__ constexpr size_t StageBytes() {
-  return static_cast<size_t>(kWarps) * Stages<T>() * 16 * StageWords<T>() * 16;
-}
-template <int T>
-__host__ __device__ constexpr bool IsIntType() {
-  return T != kF8E4M3B128;
-}
-
-// Values of a scale group per type: 32, except Q3_K / Q6_K (16) and FP8 (its 128-value block).
-template <int T>
-__host__ __device__ constexpr int GroupValues() {
-  return (T == kQ2_K || T == kQ3_K || T == kQ6_K) ? 16 : T == kF8E4M3B128 ? 128 : 32;
-}
-
-// Shared memory of the integer types, after the warps' staging buffers: per warp a table of the 16 rows'
-// group scales of the current chunk ({scale, min} [16][groups + 1]); then x as int8, xq [n][k + 16], and
-// per token and scale group {dx, dx * sum(xq)}, xs [n][k / G].
-template <int T>
-__host__ __device__ constexpr int TableStride() {
-  return kChunk / GroupValues<T>() + 1;
-}
-template <int T>
-__host__ __device__ constexpr size_t TableBytes() {
-  return static_cast<size_t>(kWarps) * 16 * TableStride<T>() * 8;
-}
-__host__ __device__ inline int64_t XqStride(int64_t k) { return k + 16; }
-template <int T>
-__host__ __device__ inline size_t ActBytes(int64_t n, int64_t k) {
-  return TableBytes<T>() + static_cast<size_t>(n * XqStride(k) + n * (k / GroupValues<T>()) * 8);
-}
-
-__device__ __forceinline__ uint32_t Lds32(const uint8_t* p) { return *reinterpret_cast<const uint32_t*>(p); }
-// 4 bytes at an address that is only 2-byte aligned.
-__device__ __forceinline__ uint32_t Lds32Unaligned(const uint8_t* p) {
-  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
-  const uint32_t* w = reinterpret_cast<const uint32_t*>(a & ~uintptr_t{3});
-  return __funnelshift_r(w[0], w[1], static_cast<unsigned>(a & 3u) * 8u);
-}
-// 8 bytes at an address that is only 2-byte aligned, as two words.
-__device__ __forceinline__ uint2 Lds64Unaligned(const uint8_t* p) {
-  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
-  const uint32_t* w = reinterpret_cast<const uint32_t*>(a & ~uintptr_t{3});
-  const unsigned sh = static_cast<unsigned>(a & 3u) * 8u;
-  return make_uint2(__funnelshift_r(w[0], w[1], sh), __funnelshift_r(w[1], w[2], sh));
-}
-__device__ __forceinline__ uint2 Lds64(const uint8_t* p) { return *reinterpret_cast<const uint2*>(p); }
-__device__ __forceinline__ float HalfAt(const uint8_t* p) {
-  return __half2float(__ushort_as_half(*reinterpret_cast<const unsigned short*>(p)));
-}
-
-__device__ __forceinline__ void CpAsync16(void* smem, const void* gmem) {
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem) : "memory");
-}
-__device__ __forceinline__ void CpAsyncCommit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int kPending>
-__device__ __forceinline__ void CpAsyncWait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
-}
-
-template <bool kSignedA>
-__device__ __forceinline__ void MmaInt(int* c, uint32_t a0, uint32_t a1, uint32_t b) {
-  if constexpr (kSignedA) {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};\n"
-                 : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
-                 : "r"(a0), "r"(a1), "r"(b));
-  } else {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.s32.u8.s8.s32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};\n"
-                 : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
-                 : "r"(a0), "r"(a1), "r"(b));
-  }
-}
-
-template <bool kSignedA>
-__device__ __forceinline__ void MmaInt32(int* c, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
-                                         uint32_t b1) {
-  if constexpr (kSignedA) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-        : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
-        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-  } else {
-    asm volatile(
-        "mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-        : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
-        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-  }
-}
-
-__device__ __forceinline__ void MmaBf16(float* c, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
-                                        uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-      "{%0,%1,%2,%3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
-
-// The 8 integer codes (unsigned, before the type's offset; Q8_0 and the IQ4 table values: signed) at values 8t..8t+7 of 32-value
-// sub-block j (0..7) of a staged chunk `c` (256 values of one row), for the types with 32-value groups.
-template <int T>
-__device__ __forceinline__ uint2 Codes32(const uint8_t* c, int j, int t) {
-  if constexpr (T == kQ8_0) {
-    return Lds64Unaligned(c + 34 * j + 2 + 8 * t);
-  } else if constexpr (T == kQ4_0) {  // values 0..15: low nibbles of bytes 0..15; 16..31: high nibbles
-    const uint2 q = Lds64Unaligned(c + 18 * j + 2 + 8 * (t & 1));
-    const int sh = 4 * (t >> 1);
-    return make_uint2((q.x >> sh) & 0x0F0F0F0Fu, (q.y >> sh) & 0x0F0F0F0Fu);
-  } else if constexpr (T == kQ4_1) {
-    const uint2 q = Lds64Unaligned(c + 20 * j + 4 + 8 * (t & 1));
-    const int sh = 4 * (t >> 1);
-    return make_uint2((q.x >> sh) & 0x0F0F0F0Fu, (q.y >> sh) & 0x0F0F0F0Fu);
-  } else if constexpr (T == kQ5_0 || T == kQ5_1) {  // nibbles as Q4_0, fifth bit i of the block's qh word
-    constexpr int kHead = T == kQ5_0 ? 2 : 4;
-    const uint8_t* b = c + (kHead + 20) * j;
-    const uint2 q = Lds64Unaligned(b + kHead + 4 + 8 * (t & 1));
-    const uint32_t qh = Lds32Unaligned(b + kHead) >> (8 * t);
-    const int sh = 4 * (t >> 1);
-    // Bit e of a 4-bit field to bit 4 of byte e (the shifted copies do not overlap: no carries).
-    const uint32_t h0 = ((qh & 0xFu) * 0x00204081u & 0x01010101u) << 4;
-    const uint32_t h1 = (((qh >> 4) & 0xFu) * 0x00204081u & 0x01010101u) << 4;
-    return make_uint2(((q.x >> sh) & 0x0F0F0F0Fu) | h0, ((q.y >> sh) & 0x0F0F0F0Fu) | h1);
-  } else if constexpr (T == kIQ4_NL || T == kIQ4_XS) {  // table values of nibbles laid out as Q4_0
-    const uint2 q = T == kIQ4_NL ? Lds64Unaligned(c + 18 * j + 2 + 8 * (t & 1)) : Lds64(c + 8 + 16 * j + 8 * (t & 1));
-    const int sh = 4 * (t >> 1);
-    return make_uint2(Iq4Lookup((q.x >> sh) & 0x0F0F0F0Fu), Iq4Lookup((q.y >> sh) & 0x0F0F0F0Fu));
-  } else if constexpr (T == kQ4_K) {
-    const uint2 q = Lds64(c + 16 + 32 * (j >> 1) + 8 * t);
-    const int sh = 4 * (j & 1);
-    return make_uint2((q.x >> sh) & 0x0F0F0F0Fu, (q.y >> sh) & 0x0F0F0F0Fu);
-  } else {  // kQ5_K
-    const uint2 q = Lds64(c + 48 + 32 * (j >> 1) + 8 * t);
-    const uint2 h = Lds64(c + 16 + 8 * t);
-    const int sh = 4 * (j & 1);
-    return make_uint2(((q.x >> sh) & 0x0F0F0F0Fu) | (((h.x >> j) & 0x01010101u) << 4),
-                      ((q.y >> sh) & 0x0F0F0F0Fu) | (((h.y >> j) & 0x01010101u) << 4));
-  }
-}
-
-// The 4 integer codes (unsigned, before the type's offset) at values 4t..4t+3 of 16-value group gi
-// (0..15) of a staged chunk, for the types with 16-value groups.
-template <int T>
-__device__ __forceinline__ uint32_t Codes16(const uint8_t* c, int gi, int t) {
-  const int j = gi >> 1, i = 16 * (gi & 1) + 4 * t;  // sub-block of 32, value within it
-  if constexpr (T == kQ2_K) {
-    return (Lds32(c + 16 + 32 * (j >> 2) + i) >> (2 * (j & 3))) & 0x03030303u;
-  } else if constexpr (T == kQ6_K) {
-    const int half = j >> 2, quarter = j & 3;
-    const uint32_t ql = Lds32Unaligned(c + half * 64 + (quarter & 1) * 32 + i);
-    const uint32_t qh = Lds32Unaligned(c + 128 + half * 32 + i);
-    return ((ql >> (4 * (quarter >> 1))) & 0x0F0F0F0Fu) | (((qh >> (2 * quarter)) & 0x03030303u) << 4);
-  } else {  // kQ3_K
-    const int half = j >> 2, pair = j & 3;
-    const uint32_t q = Lds32Unaligned(c + 32 + 32 * half + i);
-    const uint32_t h = Lds32Unaligned(c + i);
-    return ((q >> (2 * pair)) & 0x03030303u) | (((h >> (4 * half + pair)) & 0x01010101u) << 2);
-  }
-}
-
-// Scale and offset of scale group s of a staged chunk: value = scale * code - min.
-template <int T>
-__device__ __forceinline__ void GroupScale(const uint8_t* c, int s, float* scale, float* min) {
-  if constexpr (T == kQ8_0) {
-    *scale = HalfAt(c + 34 * s);
-    *min = 0.0f;
-  } else if constexpr (T == kQ4_0) {
-    *scale = HalfAt(c + 18 * s);
-    *min = 8.0f * *scale;
-  } else if constexpr (T == kQ4_1 || T == kQ5_1) {
-    constexpr int kBytes = T == kQ4_1 ? 20 : 24;
-    *scale = HalfAt(c + kBytes * s);
-    *min = -HalfAt(c + kBytes * s + 2);
-  } else if constexpr (T == kQ5_0) {
-    *scale = HalfAt(c + 22 * s);
-    *min = 16.0f * *scale;
-  } else if constexpr (T == kIQ4_NL) {
-    *scale = HalfAt(c + 18 * s);
-    *min = 0.0f;
-  } else if constexpr (T == kIQ4_XS) {
-    const int low = (c[4 + s / 2] >> (4 * (s % 2))) & 0xF;
-    const int high = (*reinterpret_cast<const unsigned short*>(c + 2) >> (2 * s)) & 3;
-    *scale = HalfAt(c) * static_cast<float>((low | (high << 4)) - 32);
-    *min = 0.0f;
-  } else if constexpr (T == kQ2_K) {
-    *scale = HalfAt(c + 80) * static_cast<float>(c[s] & 0xF);
-    *min = HalfAt(c + 82) * static_cast<float>(c[s] >> 4);
-  } else if constexpr (T == kQ4_K || T == kQ5_K) {
-    int sc, m;
-    ScaleMinK4(s, c + 4, &sc, &m);
-    *scale = HalfAt(c) * static_cast<float>(sc);
-    *min = HalfAt(c + 2) * static_cast<float>(m);
-  } else if constexpr (T == kQ6_K) {
-    *scale = HalfAt(c + 208) * static_cast<float>(static_cast<int8_t>(c[192 + s]));
-    *min = 32.0f * *scale;
-  } else {  // kQ3_K: 16 6-bit scales, low 4 bits in bytes 96..103, high 2 bits in 104..107, minus 32
-    const uint8_t* sc = c + 96;
-    const int low = (s < 8 ? sc[s] : sc[s - 8] >> 4) & 0xF;
-    const int high = (sc[8 + s % 4] >> (2 * (s / 4))) & 3;
-    *scale = HalfAt(c + 108) * static_cast<float>((low | (high << 4)) - 32);
-    *min = 4.0f * *scale;
-  }
-}
-
-// 4 E4M3 codes as two bf16 pairs (exact: every E4M3 value is a bf16 value).
-__device__ __forceinline__ void E4m3x4ToBf16(uint32_t v, uint32_t* lo, uint32_t* hi) {
-  const __half2_raw h0 = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(v & 0xFFFFu), __NV_E4M3);
-  const __half2_raw h1 = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(v >> 16), __NV_E4M3);
-  const __nv_bfloat162 b0 = __float22bfloat162_rn(__half22float2(__half2(h0)));
-  const __nv_bfloat162 b1 = __float22bfloat162_rn(__half22float2(__half2(h1)));
-  *lo = *reinterpret_cast<const uint32_t*>(&b0);
-  *hi = *reinterpret_cast<const uint32_t*>(&b1);
-}
-
-// Rounds x [n, k] to int8 blocks of 32 in shared memory (integer types), with {dx, dx * sum} per group
-// of G values; a thread takes 8 values.
-template <int G>
-__device__ __forceinline__ void QuantizeActivations(const bf16* x, int n, int k, int8_t* xq, float2* xs) {
-  const int per_token = k / 8;  // a multiple of 32: groups of 4 threads stay inside one 32-value block
-  for (int tk = 0; tk < n; ++tk) {
-    for (int u0 = 0; u0 < per_token; u0 += blockDim.x) {
-      const int u = u0 + static_cast<int>(threadIdx.x);
-      const bool ok = u < per_token;
-      const int v0 = ok ? u * 8 : 0;
-      float v[8];
-      Load8(x + static_cast<int64_t>(tk) * k + v0, v);
-      float amax = 0.0f;
-#pragma unroll
-      for (int e = 0; e < 8; ++e) amax = fmaxf(amax, fabsf(v[e]));
-      amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
-      amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
-      const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
-      uint32_t packed[2] = {0, 0};
-      int sum = 0;
-#pragma unroll
-      for (int e = 0; e < 8; ++e) {
-        const int q = __float2int_rn(v[e] * inv);
-        sum += q;
-        packed[e / 4] |= (static_cast<uint32_t>(q) & 0xFFu) << (8 * (e % 4));
-      }
-      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-      if constexpr (G == 32) sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-      if (ok) {
-        *reinterpret_cast<uint2*>(xq + tk * XqStride(k) + v0) = make_uint2(packed[0], packed[1]);
-        const float dx = amax / 127.0f;
-        if ((threadIdx.x & (G / 8 - 1)) == 0) xs[tk * (k / G) + v0 / G] = make_float2(dx, dx * static_cast<float>(sum));
-      }
-    }
-  }
-}
-
-// FP8 with x in shared memory as f16: per token, x times a power of two that keeps max |x| below 2^15
-// (exact: bf16 values fit f16's mantissa; only values below 2^-29 max |x| lose bits as subnormals), and
-// the inverse factor for the result. xh [n][k + 16] f16, xf [n] f32.
-__device__ __forceinline__ void ActivationsToHalf(const bf16* x, int n, int k, __half* xh, float* xf) {
-  __shared__ float red[kWarps];
-  const int per_token = k / 8;
-  for (int tk = 0; tk < n; ++tk) {
-    const bf16* xt = x + static_cast<int64_t>(tk) * k;
-    float amax = 0.0f;
-    for (int u = static_cast<int>(threadIdx.x); u < per_token; u += blockDim.x) {
-      float v[8];
-      Load8(xt + u * 8, v);
-#pragma unroll
-      for (int e = 0; e < 8; ++e) amax = fmaxf(amax, fabsf(v[e]));
-    }
-    amax = WarpMax(amax);
-    if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = amax;
-    __syncthreads();
-    amax = red[0];
-#pragma unroll
-    for (int i = 1; i < kWarps; ++i) amax = fmaxf(amax, red[i]);
-    int ex = 0;
-    frexpf(amax, &ex);  // amax < 2^ex
-    const float up = amax > 0.0f ? ldexpf(1.0f, 15 - ex) : 1.0f;
-    if (threadIdx.x == 0) xf[tk] = 1.0f / up;
-    for (int u = static_cast<int>(threadIdx.x); u < per_token; u += blockDim.x) {
-      float v[8];
-      Load8(xt + u * 8, v);
-      uint32_t h[4];
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const __half2 pair = __floats2half2_rn(v[2 * e] * up, v[2 * e + 1] * up);
-        h[e] = *reinterpret_cast<const uint32_t*>(&pair);
-      }
-      *reinterpret_cast<uint4*>(xh + tk * XqStride(k) + u * 8) = make_uint4(h[0], h[1], h[2], h[3]);
-    }
-    __syncthreads();  // red is reused for the next token
-  }
-}
-
-__device__ __forceinline__ void MmaF16(float* c, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
-                                       uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-      "{%0,%1,%2,%3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
-
-// 4 E4M3 codes as two f16 pairs (exact).
-__device__ __forceinline__ void E4m3x4ToHalf(uint32_t v, uint32_t* lo, uint32_t* hi) {
-  const __half2_raw h0 = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(v & 0xFFFFu), __NV_E4M3);
-  const __half2_raw h1 = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(v >> 16), __NV_E4M3);
-  *lo = static_cast<uint32_t>(h0.x) | (static_cast<uint32_t>(h0.y) << 16);
-  *hi = static_cast<uint32_t>(h1.x) | (static_cast<uint32_t>(h1.y) << 16);
-}
+using namespace qmma;  // NOLINT: the building blocks of this kernel family
 
 // kHalfX (FP8 only): x in shared memory as f16 (ActivationsToHalf); else x read as bf16 from global memory.
 template <int T, bool kHalfX>
@@ -389,24 +64,15 @@ __global__ void __launch_bounds__(32 * kWarps) QuantGemvMmaKernel(GemvBatch p) {
     }
     *row0 = tile * 16;
   };
-  // Stages the 16 rows' bytes of item `it` into buffer b: the 16-byte words covering [c * kCb, (c+1) * kCb)
-  // of each row (rows are 16-byte aligned, so the words stay inside the row).
+  // Stages the 16 rows' bytes of item `it` into buffer b.
   auto issue = [&](int it, int b) {
     if (it < items) {
       GemvSegment sg;
       int row0;
       locate(static_cast<int>(blockIdx.x) + (it / per_tile) * gridDim.x, &sg, &row0);
-      const int rows = static_cast<int>(sg.rows);
-      const uint8_t* w = static_cast<const uint8_t*>(sg.w);
       const int c = warp + (it % per_tile) * kWarps;
-      const int start = c * kCb, a0 = start & ~15;
-      const int words = (((start + kCb + 15) & ~15) - a0) / 16;
-      uint8_t* dst = stage + b * 16 * kW * 16;
-      for (int i = lane; i < 16 * kW; i += 32) {
-        const int r = i / kW, wd = i % kW;
-        if (wd < words)
-          CpAsync16(dst + i * 16, w + static_cast<size_t>(min(row0 + r, rows - 1)) * row_bytes + a0 + wd * 16);
-      }
+      StageChunk<T>(stage + b * 16 * kW * 16, static_cast<const uint8_t*>(sg.w), row0, static_cast<int>(sg.rows),
+                    row_bytes, c, lane);
     }
     CpAsyncCommit();  // an empty group past the end keeps the wait counts uniform
   };
@@ -434,15 +100,6 @@ __global__ void __launch_bounds__(32 * kWarps) QuantGemvMmaKernel(GemvBatch p) {
   const float2* xs1 = xs + tok1 * (k / kG);
 
   float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};  // rows g, g, g+8, g+8 x tokens 2t, 2t+1
-  // acc += scale_row * (dx * sum(code * xq)) - min_row * dx * sum(xq), for one scale group.
-  auto accumulate = [&](const int* cc, int grp, int xg) {
-    const float2 sg = table[g * kTs + grp], sh = table[(g + 8) * kTs + grp];
-    const float2 x0 = xs0[xg], x1 = xs1[xg];
-    acc[0] = fmaf(sg.x, x0.x * static_cast<float>(cc[0]), fmaf(-sg.y, x0.y, acc[0]));
-    acc[1] = fmaf(sg.x, x1.x * static_cast<float>(cc[1]), fmaf(-sg.y, x1.y, acc[1]));
-    acc[2] = fmaf(sh.x, x0.x * static_cast<float>(cc[2]), fmaf(-sh.y, x0.y, acc[2]));
-    acc[3] = fmaf(sh.x, x1.x * static_cast<float>(cc[3]), fmaf(-sh.y, x1.y, acc[3]));
-  };
   __shared__ float partial[kWarps][4][32];
   for (int ti = 0; ti < my_tiles; ++ti) {
     acc[0] = acc[1] = acc[2] = acc[3] = 0.0f;
@@ -452,72 +109,13 @@ __global__ void __launch_bounds__(32 * kWarps) QuantGemvMmaKernel(GemvBatch p) {
       CpAsyncWait<kStages - 1>();
       __syncwarp();
       const uint8_t* rows16 = stage + b * 16 * kW * 16 + ((c * kCb) & 15);
-      const uint8_t* rg = rows16 + g * kW * 16;  // row g's chunk
-      const uint8_t* rh = rg + 8 * kW * 16;      // row g + 8's
       const int k0 = c * kChunk;
       if constexpr (IsIntType<T>()) {
-        // The 16 rows' group scales, computed once per chunk by the warp: lane l takes row l % 16 and
-        // groups of one parity, so a type's branches on the group index are uniform across the warp.
-        constexpr int kGroups = kChunk / kG;
-#pragma unroll
-        for (int e = 0; e < kGroups / 2; ++e) {
-          const int r = lane & 15, grp = 2 * e + (lane >> 4);
-          float sc, mn;
-          GroupScale<T>(rows16 + r * kW * 16, grp, &sc, &mn);
-          table[r * kTs + grp] = make_float2(sc, mn);
-        }
-        __syncwarp();
-        const int xg0 = k0 / kG;
-        if constexpr (kG == 32) {
-          const int8_t* xb = xq + tok_b * XqStride(k) + k0 + 8 * t;
-#pragma unroll
-          for (int j = 0; j < 8; ++j) {
-            const uint2 wg = Codes32<T>(rg, j, t), wh = Codes32<T>(rh, j, t);
-            const uint2 bx = *reinterpret_cast<const uint2*>(xb + 32 * j);
-            int cc[4] = {0, 0, 0, 0};
-            MmaInt32<T == kQ8_0 || T == kIQ4_NL || T == kIQ4_XS>(cc, wg.x, wh.x, wg.y, wh.y, bx.x, bx.y);
-            accumulate(cc, j, xg0 + j);
-          }
-        } else {
-          const int8_t* xb = xq + tok_b * XqStride(k) + k0 + 4 * t;
-#pragma unroll
-          for (int gi = 0; gi < 16; ++gi) {
-            const uint32_t bx = *reinterpret_cast<const uint32_t*>(xb + 16 * gi);
-            int cc[4] = {0, 0, 0, 0};
-            MmaInt<false>(cc, Codes16<T>(rg, gi, t), Codes16<T>(rh, gi, t), bx);
-            accumulate(cc, gi, xg0 + gi);
-          }
-        }
-      } else {  // FP8: two 132-byte blocks per chunk
-#pragma unroll
-        for (int blk = 0; blk < 2; ++blk) {
-          float cf[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-          const uint8_t* qg = rg + 132 * blk + 4 + 4 * t;
-          const uint8_t* qh = rh + 132 * blk + 4 + 4 * t;
-#pragma unroll
-          for (int h = 0; h < 8; ++h) {
-            uint32_t a0, a1, a2, a3;
-            if constexpr (kHalfX) {
-              E4m3x4ToHalf(Lds32(qg + 16 * h), &a0, &a2);
-              E4m3x4ToHalf(Lds32(qh + 16 * h), &a1, &a3);
-              const uint2 bx =
-                  *reinterpret_cast<const uint2*>(xh + tok_b * XqStride(k) + k0 + 128 * blk + 16 * h + 4 * t);
-              MmaF16(cf, a0, a1, a2, a3, bx.x, bx.y);
-            } else {
-              E4m3x4ToBf16(Lds32(qg + 16 * h), &a0, &a2);
-              E4m3x4ToBf16(Lds32(qh + 16 * h), &a1, &a3);
-              const uint2 bx = __ldg(reinterpret_cast<const uint2*>(x + static_cast<int64_t>(tok_b) * k + k0 +
-                                                                    128 * blk + 16 * h + 4 * t));
-              MmaBf16(cf, a0, a1, a2, a3, bx.x, bx.y);
-            }
-          }
-          const float sg_scale = *reinterpret_cast<const float*>(rg + 132 * blk);
-          const float sh_scale = *reinterpret_cast<const float*>(rh + 132 * blk);
-          acc[0] += sg_scale * cf[0];
-          acc[1] += sg_scale * cf[1];
-          acc[2] += sh_scale * cf[2];
-          acc[3] += sh_scale * cf[3];
-        }
+        ChunkProductInt<T>(rows16, table, xq + tok_b * XqStride(k) + k0, xs0 + k0 / kG, xs1 + k0 / kG, 1.0f, lane, acc);
+      } else if constexpr (kHalfX) {
+        ChunkProductF8<true>(rows16, xh + tok_b * XqStride(k) + k0, 1.0f, lane, acc);
+      } else {
+        ChunkProductF8<false>(rows16, x + static_cast<int64_t>(tok_b) * k + k0, 1.0f, lane, acc);
       }
       __syncwarp();  // the buffer is free for the copy issued at the next step
     }
@@ -546,9 +144,6 @@ __global__ void __launch_bounds__(32 * kWarps) QuantGemvMmaKernel(GemvBatch p) {
     __syncthreads();
   }
 }
-
-// The kernel's static shared memory: the warps' partial sums, and ActivationsToHalf's reduction.
-constexpr size_t kStaticSmem = sizeof(float) * kWarps * 4 * 32 + sizeof(float) * kWarps;
 
 template <int T, bool kHalfX>
 size_t SmemBytes(int64_t n, int64_t k) {
