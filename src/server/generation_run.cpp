@@ -40,7 +40,7 @@ void ConstrainToolCalls(ModelService& service, ChatInput& input, GenerationReque
     auto it = t["function"].find("strict");
     any_strict = any_strict || (it != t["function"].end() && it->is_boolean() && it->get<bool>());
   }
-  if (!forced && !(input.tool_choice == ToolChoiceMode::kAuto && any_strict)) return;
+  if (!forced && !(input.tool_choice == ToolChoiceMode::kAuto && (any_strict || input.strict_if_compatible))) return;
   try {
     if (forced) {
       request.grammar = service.CompileGrammar(GrammarKind::kToolCalls, DumpJson(RenderedTools(input)));

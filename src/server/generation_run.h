@@ -24,6 +24,10 @@ struct ChatInput {
   std::string tool_choice_name;   // with kNamed
   Json template_variables = Json::object();  // enable_thinking, chat_template_kwargs entries, ...
   bool tool_call_constrained = false;  // a grammar writes the forced call's name and arguments
+  // Some tool left `strict` out and the API's default is "strict when the schema allows" (OpenAI
+  // Responses): under tool_choice auto, calls are constrained as for a strict tool, and a schema that
+  // cannot be enforced falls back to arguments of any shape instead of a 400.
+  bool strict_if_compatible = false;
 };
 
 // A rendered chat prompt, ready to submit.
@@ -42,8 +46,9 @@ inline constexpr std::string_view kToolCallOpen = "<tool_call>";
 //   - tool_choice required or named: the assistant turn is opened with `<tool_call>\n` (the forced
 //     prefix) and the grammar writes one call to one of the allowed tools (sets
 //     input.tool_call_constrained);
-//   - tool_choice auto with at least one `strict` tool: a lazy grammar (request.grammar_trigger =
-//     `<tool_call>`): the model may answer in text, and a call it opens is constrained to the end;
+//   - tool_choice auto with at least one `strict` tool (or input.strict_if_compatible): a lazy grammar
+//     (request.grammar_trigger = `<tool_call>`): the model may answer in text, and a call it opens
+//     is constrained to the end;
 //     not when `request` already has a grammar (response_format and the like), which then stays.
 // A forced call replaces a grammar `request` already has (there is no text answer to shape).
 // Tools whose schemas cannot be enforced get arguments of any shape; a strict one is a 400 naming

@@ -143,6 +143,21 @@ test('strict tools under tool_choice auto: a call the model opens is constrained
   assert.equal((r.choices[0].message.tool_calls ?? []).length, 0);
 });
 
+test('Responses function tools: strict when left out if the schema allows, never a 400 for it', async () => {
+  const bad = { type: 'object', properties: { host: { type: 'string', format: 'hostname' } } };
+  // Left out: strict when compatible (the call grammar is armed), falling back for a schema it cannot enforce.
+  for (const parameters of [timeParams, bad]) {
+    const r = await openai.responses.create({ model: modelName, input: 'x', max_output_tokens: 4,
+      tools: [{ type: 'function', name: 'f', parameters }] });
+    assert.equal(r.object, 'response');
+    assert.ok(['completed', 'incomplete'].includes(r.status), r.status);
+  }
+  // An explicit strict: true with a schema that cannot be enforced is the client's error.
+  await assert.rejects(openai.responses.create({ model: modelName, input: 'x', max_output_tokens: 4,
+    tools: [{ type: 'function', name: 'f', strict: true, parameters: bad }] }),
+  (e) => e.status === 400 && e.param === 'tools' && /tools\[0\] \(f\).*\/properties\/host\/format/.test(e.message));
+});
+
 test('malformed schemas are 400s with the JSON pointer, in every API', async () => {
   const bad = { type: 'object', properties: { a: { type: 'string', format: 'hostname' } } };
   await assert.rejects(openai.responses.create({ model: modelName, input: 'x',

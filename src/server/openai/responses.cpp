@@ -95,7 +95,11 @@ ResponsesRequest ParseResponses(ModelService& service, const Json& body_json) {
       if (auto d = t.String("description")) fn["description"] = *d;
       const Json* params = t.Object("parameters");
       fn["parameters"] = params ? *params : Json{{"type", "object"}, {"properties", Json::object()}};
-      if (auto strict = t.Bool("strict")) fn["strict"] = *strict;
+      if (auto strict = t.Bool("strict")) {
+        fn["strict"] = *strict;
+      } else {
+        r.input.strict_if_compatible = true;  // the Responses API's default
+      }
       out.push_back({{"type", "function"}, {"function", fn}});
     }
     if (!out.empty()) r.input.tools = out;
