@@ -84,7 +84,7 @@ __global__ void __launch_bounds__(32 * qmma::kWarps) MoeMmaKernel(MoeMmaArgs a) 
   using namespace qmma;  // NOLINT: the building blocks of this kernel family
   extern __shared__ __align__(16) uint8_t smem[];
   AllowDependentLaunch();
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   constexpr int kCb = ChunkBytes<T>(), kW = StageWords<T>(), kStages = Stages<T>(), kG = GroupValues<T>();
   const int inter = static_cast<int>(a.ex.inter), hidden = static_cast<int>(a.ex.hidden), top_k = a.top_k;
   const int k = kDown ? inter : hidden, rows = kDown ? hidden : inter;  // of the products
@@ -179,7 +179,6 @@ __global__ void __launch_bounds__(32 * qmma::kWarps) MoeMmaKernel(MoeMmaArgs a) 
     }
     __syncthreads();
   }
-  (void)g;
 }
 
 template <int T, bool kDown>
