@@ -22,7 +22,7 @@ struct Engine::Active {
         stop(request.stop),
         submitted(Clock::now()) {
     if (request.grammar)
-      constraint.emplace(request.grammar, request.stop_token_ids, request.grammar_trigger, vocab);
+      constraint.emplace(request.grammar, request.stop_token_ids, request.grammar_trigger, vocab, request.trigger_gate);
   }
   GenerationRequest request;
   std::shared_ptr<RequestHandle> handle;

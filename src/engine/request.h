@@ -16,6 +16,19 @@
 
 namespace infernix {
 
+// Whether a lazy grammar's trigger counts where the output reaches it: the API layer's reading of the
+// output (e.g. not inside a markdown code fence, where its parser reads a tool call as text). The
+// constraint feeds it the unconstrained output in order.
+class TriggerGate {
+ public:
+  virtual ~TriggerGate() = default;
+  virtual void Feed(std::string_view text) = 0;
+  // Whether a trigger that starts right after the text fed so far counts.
+  virtual bool Open() = 0;
+  // The constrained part that a trigger started is complete; unconstrained output follows.
+  virtual void AfterConstrained() = 0;
+};
+
 struct GenerationRequest {
   std::vector<int32_t> prompt;
   int max_new_tokens = 256;
@@ -29,6 +42,8 @@ struct GenerationRequest {
   // Non-empty: `grammar` is lazy (engine/output_constraint.h): the output is free until it contains
   // this text, the grammar then constrains what follows, and once complete the output is free again.
   std::string grammar_trigger;
+  // Lazy grammars: decides whether a trigger counts (null: every one does). One per request (stateful).
+  std::shared_ptr<TriggerGate> trigger_gate;
 };
 
 enum class FinishReason { kNone, kStop, kLength, kCancelled, kError };

@@ -3,6 +3,7 @@
 #include <random>
 
 #include "base/error.h"
+#include "server/tool_call_gate.h"
 
 namespace infernix {
 namespace {
@@ -48,6 +49,7 @@ void ConstrainToolCalls(ModelService& service, ChatInput& input, GenerationReque
     } else {
       request.grammar = service.CompileGrammar(GrammarKind::kToolCallsLazy, DumpJson(input.tools));
       request.grammar_trigger = std::string(kToolCallOpen);
+      request.trigger_gate = std::make_shared<ToolCallGate>();  // not inside code fences
     }
   } catch (const Error& e) {
     BadRequest("tools", std::string("a strict tool's parameters cannot be enforced: ") + e.what());
