@@ -32,7 +32,12 @@ uint64_t HashName(const std::string& s) {
 }  // namespace
 
 DummyWeightSource::DummyWeightSource(const ModelConfig& config, uint64_t seed, DType linear_dtype)
-    : config_(config), seed_(seed), linear_dtype_(linear_dtype) {}
+    : config_(config),
+      seed_(seed),
+      linear_dtype_(linear_dtype),
+      pool_(std::make_unique<ThreadPool>(std::min<size_t>(16, std::max(1u, std::thread::hardware_concurrency())))) {}
+
+DummyWeightSource::~DummyWeightSource() = default;
 
 bool DummyWeightSource::Contains(const std::string& name) const {
   if (StartsWith(name, "model.language_model.") || StartsWith(name, "language_model.")) return false;
@@ -64,7 +69,8 @@ Tensor DummyWeightSource::Get(const std::string& name, const Shape& expected) {
       !EndsWith(name, "mlp.gate.weight") && !EndsWith(name, "shared_expert_gate.weight") &&
       expected[1] % DTypeBlockSize(linear_dtype_) == 0) {
     auto packed = std::make_unique<HostBuffer>(
-        RandomQuantBlocks(linear_dtype_, expected[0], expected[1], SplitMix64(seed_ ^ HashName(name)), scale));
+        RandomQuantBlocks(linear_dtype_, expected[0], expected[1], SplitMix64(seed_ ^ HashName(name)), scale,
+                          pool_.get()));
     Tensor view = packed->view();
     made_.emplace(name, std::move(packed));
     return view;
@@ -81,11 +87,10 @@ Tensor DummyWeightSource::Get(const std::string& name, const Shape& expected) {
       out[i] = F32ToBf16(offset + scale * u);
     }
   };
-  if (n < (size_t{1} << 20)) {
+  if (n < (size_t{1} << 17)) {
     fill(0, n);
   } else {
-    ThreadPool pool(std::min<size_t>(16, std::max(1u, std::thread::hardware_concurrency())));
-    pool.ParallelFor(n, size_t{1} << 18, fill);
+    pool_->ParallelFor(n, size_t{1} << 16, fill);
   }
   Tensor view = buffer->view();
   made_.emplace(name, std::move(buffer));

@@ -14,6 +14,8 @@
 
 namespace infernix {
 
+class ThreadPool;
+
 // Answers the binder with the split (canonical) layouts: per-expert tensors, in_proj_qkv/z/b/a, the
 // "model." prefix, and lm_head.weight only when the embeddings are not tied. Every tensor is bf16, except
 // that with a block-quantized `linear_dtype` the 2-D projection weights (attention, DeltaNet, dense and
@@ -23,6 +25,7 @@ namespace infernix {
 class DummyWeightSource final : public WeightSource {
  public:
   DummyWeightSource(const ModelConfig& config, uint64_t seed, DType linear_dtype = DType::kBF16);
+  ~DummyWeightSource() override;
   bool Contains(const std::string& name) const override;
   Tensor Get(const std::string& name, const Shape& expected) override;
   std::vector<std::string> Names() const override;
@@ -36,6 +39,7 @@ class DummyWeightSource final : public WeightSource {
   uint64_t seed_;
   DType linear_dtype_;
   std::map<std::string, std::unique_ptr<HostBuffer>> made_;
+  std::unique_ptr<ThreadPool> pool_;  // fills every tensor of 256 KiB or more (one pool for all of them)
 };
 
 }  // namespace infernix

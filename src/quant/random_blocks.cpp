@@ -27,16 +27,21 @@ void PutHalf(uint8_t* p, float v) {
 
 }  // namespace
 
-HostBuffer RandomQuantBlocks(DType type, int64_t rows, int64_t k, uint64_t seed, float scale) {
+HostBuffer RandomQuantBlocks(DType type, int64_t rows, int64_t k, uint64_t seed, float scale, ThreadPool* shared) {
   INFX_CHECK(IsBlockQuantized(type));
   HostBuffer buffer(type, Shape{rows, k});
   auto* bytes = static_cast<uint8_t*>(buffer.view().data);
   const size_t total = buffer.size_bytes(), block = DTypeBlockBytes(type), n_blocks = total / block;
   // Every byte is a function of (seed, offset) alone, so large tensors are filled on several threads
   // (dummy weights of tens of GB) with the same result.
-  std::unique_ptr<ThreadPool> pool;
-  if (total >= (size_t{1} << 24))
-    pool = std::make_unique<ThreadPool>(std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 16));
+  std::unique_ptr<ThreadPool> own;
+  ThreadPool* pool = nullptr;
+  if (shared != nullptr && total >= (size_t{1} << 18)) {
+    pool = shared;
+  } else if (shared == nullptr && total >= (size_t{1} << 24)) {
+    own = std::make_unique<ThreadPool>(std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 16));
+    pool = own.get();
+  }
   auto parallel = [&](size_t n, const std::function<void(size_t, size_t)>& fn) {
     if (pool) {
       pool->ParallelFor(n, std::max<size_t>(1, n / 256), fn);
@@ -44,19 +49,22 @@ HostBuffer RandomQuantBlocks(DType type, int64_t rows, int64_t k, uint64_t seed,
       fn(0, n);
     }
   };
+  const bool fp8 = type == DType::kF8E4M3B128;
   parallel((total + 7) / 8, [&](size_t w0, size_t w1) {
     for (size_t w = w0; w < w1; ++w) {
       uint64_t r = Mix(seed * 0x100000001b3ull + 8 * w);
+      if (fp8) {  // no E4M3 NaN (0x7f, 0xff): such bytes lose their lowest bit (per byte, no carries)
+        const uint64_t nan = ((r & 0x7f7f7f7f7f7f7f7full) + 0x0101010101010101ull) & 0x8080808080808080ull;
+        r ^= nan >> 7;
+      }
       std::memcpy(bytes + 8 * w, &r, std::min<size_t>(8, total - 8 * w));
     }
   });
-  if (type == DType::kF8E4M3B128) {  // f32 scales; E4M3 bytes without NaN (0x7f, 0xff)
+  if (fp8) {  // f32 scales over the first 4 bytes of each block
     parallel(n_blocks, [&](size_t b0, size_t b1) {
       for (size_t b = b0 * block; b < b1 * block; b += block) {
         float d = scale / 448 * (0.5f + static_cast<float>(Mix(seed + b) >> 40) / 33554432.0f);
         std::memcpy(bytes + b, &d, 4);
-        for (size_t j = 4; j < block; ++j)
-          if ((bytes[b + j] & 0x7f) == 0x7f) bytes[b + j] &= 0xfe;
       }
     });
     return buffer;

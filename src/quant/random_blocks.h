@@ -8,7 +8,12 @@
 
 namespace infernix {
 
-// A [rows, k] tensor of block type `type` (k a multiple of its block size), same seed, same bytes.
-HostBuffer RandomQuantBlocks(DType type, int64_t rows, int64_t k, uint64_t seed, float scale);
+class ThreadPool;
+
+// A [rows, k] tensor of block type `type` (k a multiple of its block size), same seed, same bytes
+// (whatever the threads). With `pool`, tensors of 256 KiB and more are filled on it (dummy weights:
+// thousands of expert tensors); without, tensors of 16 MiB and more on a pool of their own.
+HostBuffer RandomQuantBlocks(DType type, int64_t rows, int64_t k, uint64_t seed, float scale,
+                             ThreadPool* pool = nullptr);
 
 }  // namespace infernix

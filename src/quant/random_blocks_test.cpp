@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "base/thread_pool.h"
 #include "quant/quant.h"
 
 namespace infernix {
@@ -29,6 +30,18 @@ TEST(RandomQuantBlocks, DeterministicAcrossSizesAndThreads) {
       ASSERT_TRUE(std::isfinite(v)) << DTypeName(type);
       ASSERT_LE(std::abs(v), 1.0f) << DTypeName(type);
     }
+  }
+}
+
+// A shared pool (dummy weights) fills tensors from 256 KiB on: the same bytes as the serial fill.
+TEST(RandomQuantBlocks, SharedPoolGivesTheSameBytes) {
+  ThreadPool pool(4);
+  for (DType type : {DType::kQ4_K, DType::kQ6_K, DType::kF8E4M3B128}) {
+    HostBuffer serial = RandomQuantBlocks(type, 768, 2048, 7, 0.05f);
+    ASSERT_GE(serial.size_bytes(), size_t{1} << 18) << DTypeName(type);
+    ASSERT_LT(serial.size_bytes(), size_t{1} << 24) << DTypeName(type);
+    HostBuffer pooled = RandomQuantBlocks(type, 768, 2048, 7, 0.05f, &pool);
+    EXPECT_EQ(std::memcmp(serial.view().data, pooled.view().data, serial.size_bytes()), 0) << DTypeName(type);
   }
 }
 
