@@ -4,6 +4,8 @@
 #   models    the fixture models on the GPU (gpu_model_test)
 #   bench     infernix bench on dummy Qwen3-8B weights (pp4096, tg128 at batch 1, 2, 4, 8)
 #   qbench    the same model with quantized dummy weights ($QUANTS, default q8_0 q4_k), pp512 and tg64
+#   moebench  MoE models with dummy weights ($MOE_RUNS, default Qwen3-30B-A3B q4_k and FP8, and FP8
+#             Qwen3-Next-80B-A3B, all layers): pp64, tg32 at batch 1 and 8
 #   sanitize  compute-sanitizer memcheck over the gpu tests
 # Logs go to $OUT. Optional, carried in .deps/ (ignored by git): src.tar.gz (a `git archive` of the
 # commit under test, built instead of the working tree), include/ + lib/ (PCRE2, utf8proc) and a
@@ -62,6 +64,13 @@ for step in "$@"; do
       for q in ${QUANTS:-q8_0 q4_k}; do
         timeout 150 $BUILD/bin/infernix bench --model $SRC/bench/configs/qwen3-8b.json --dummy-weights --backend cuda \
           --dummy-quant $q -p 512 -n 64 -b 1,8 -r 1 --json "$OUT/bench_$q.json" 2>&1 | tee "$OUT/bench_$q.log"
+      done ;;
+    moebench)
+      echo "== bench, MoE models"
+      for run in ${MOE_RUNS:-qwen3-30b-a3b:q4_k qwen3-30b-a3b:f8_e4m3_b128 qwen3-next-80b-a3b:f8_e4m3_b128}; do
+        cfg=${run%%:*} q=${run##*:}
+        timeout 280 $BUILD/bin/infernix bench --model $SRC/bench/configs/$cfg.json --dummy-weights --backend cuda \
+          --dummy-quant $q -p 64 -n 32 -b 1,8 -r 1 --json "$OUT/bench_${cfg}_$q.json" 2>&1 | tee "$OUT/bench_${cfg}_$q.log"
       done ;;
     ncu)
       echo "== ncu: kernels of decode steps at batch 1"
