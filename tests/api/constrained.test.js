@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
-import { startServer, referenceChats, modelName, binary } from './server.js';
+import { startServer, referenceChats, modelName, binary, chatToolCalls } from './server.js';
 import { assertValid } from './schema_check.js';
 
 const TOOL_CALL_TOKEN = 151657;  // <tool_call> in the Qwen3 vocabulary
@@ -229,26 +229,7 @@ test('XML-form tool calls (Qwen3-Coder/Qwen3.5 templates): required, named and s
     for (const [seed, tool_choice] of ['required', { type: 'function', function: { name: 'set_alarm' } }].entries()) {
       for (const stream of [false, true]) {
         const req = { model, messages, tools, tool_choice, max_tokens: 150, temperature: 1.0, seed };
-        let calls;
-        let finish;
-        if (!stream) {
-          const r = await client.chat.completions.create(req);
-          calls = r.choices[0].message.tool_calls;
-          finish = r.choices[0].finish_reason;
-        } else {
-          const byIndex = {};
-          for await (const chunk of await client.chat.completions.create({ ...req, stream: true })) {
-            const c = chunk.choices[0];
-            if (!c) continue;
-            if (c.finish_reason) finish = c.finish_reason;
-            for (const d of c.delta.tool_calls ?? []) {
-              byIndex[d.index] ??= { function: { name: '', arguments: '' } };
-              if (d.function?.name) byIndex[d.index].function.name = d.function.name;
-              byIndex[d.index].function.arguments += d.function?.arguments ?? '';
-            }
-          }
-          calls = Object.values(byIndex);
-        }
+        const { calls, finish } = await chatToolCalls(client, req, stream);
         assert.equal(finish, 'tool_calls');
         assert.equal(calls.length, 1);
         const { name, arguments: text } = calls[0].function;

@@ -3,7 +3,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
-import { startServer, referenceChats, modelName, greedy } from './server.js';
+import { startServer, referenceChats, modelName, greedy, chatToolCalls } from './server.js';
 
 let server;
 let client;
@@ -256,27 +256,7 @@ test('tool_choice required and named produce valid calls to the tools', async ()
   for (const [i, tool_choice] of ['required', { type: 'function', function: { name: 'get_time' } }].entries()) {
     for (const stream of [false, true]) {
       const req = { model: modelName, messages: chat.messages, tools, tool_choice, max_tokens: 80, temperature: 1.0, seed: i };
-      let calls;
-      let finish;
-      if (!stream) {
-        const r = await client.chat.completions.create(req);
-        calls = r.choices[0].message.tool_calls;
-        finish = r.choices[0].finish_reason;
-      } else {
-        const s = await client.chat.completions.create({ ...req, stream: true });
-        const byIndex = {};
-        for await (const chunk of s) {
-          const c = chunk.choices[0];
-          if (!c) continue;
-          if (c.finish_reason) finish = c.finish_reason;
-          for (const d of c.delta.tool_calls ?? []) {
-            byIndex[d.index] ??= { function: { name: '', arguments: '' } };
-            if (d.function?.name) byIndex[d.index].function.name = d.function.name;
-            byIndex[d.index].function.arguments += d.function?.arguments ?? '';
-          }
-        }
-        calls = Object.values(byIndex);
-      }
+      const { calls, finish } = await chatToolCalls(client, req, stream);
       assert.equal(finish, 'tool_calls');
       assert.equal(calls.length, 1);
       const { name, arguments: text } = calls[0].function;

@@ -65,3 +65,25 @@ export async function waitFor(predicate, timeoutMs = 20000) {
 
 // Greedy, no EOS stop within 16 tokens, thinking off: reproduces the reference chat.
 export const greedy = { temperature: 0, max_tokens: 16 };
+
+// The tool calls and finish reason of one chat completion, whole or streamed (the streamed deltas
+// joined per call index).
+export async function chatToolCalls(client, req, stream) {
+  if (!stream) {
+    const r = await client.chat.completions.create(req);
+    return { calls: r.choices[0].message.tool_calls ?? [], finish: r.choices[0].finish_reason };
+  }
+  const byIndex = {};
+  let finish;
+  for await (const chunk of await client.chat.completions.create({ ...req, stream: true })) {
+    const c = chunk.choices[0];
+    if (!c) continue;
+    if (c.finish_reason) finish = c.finish_reason;
+    for (const d of c.delta.tool_calls ?? []) {
+      byIndex[d.index] ??= { function: { name: '', arguments: '' } };
+      if (d.function?.name) byIndex[d.index].function.name = d.function.name;
+      byIndex[d.index].function.arguments += d.function?.arguments ?? '';
+    }
+  }
+  return { calls: Object.values(byIndex), finish };
+}
