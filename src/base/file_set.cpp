@@ -26,6 +26,17 @@ class SpanBlob final : public Blob {
   std::span<const std::byte> data_;
 };
 
+class StringBlob final : public Blob {
+ public:
+  explicit StringBlob(std::string_view s) : s_(s) {}
+  std::span<const std::byte> bytes() const override {
+    return std::as_bytes(std::span<const char>(s_.data(), s_.size()));
+  }
+
+ private:
+  std::string s_;
+};
+
 }  // namespace
 
 DirFileSet::DirFileSet(std::string dir) : dir_(std::move(dir)) {
@@ -71,5 +82,7 @@ std::string MemoryFileSet::DisplayPath(std::string_view name) const {
 }
 
 std::string ReadText(const FileSet& files, std::string_view name) { return std::string(files.Open(name)->text()); }
+
+std::shared_ptr<const Blob> CopyToBlob(std::string_view bytes) { return std::make_shared<StringBlob>(bytes); }
 
 }  // namespace infernix

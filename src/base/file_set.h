@@ -73,4 +73,7 @@ class MemoryFileSet final : public FileSet {
 // Reads a whole file of a set as text.
 std::string ReadText(const FileSet& files, std::string_view name);
 
+// A Blob that owns a copy of `bytes` (tests, fuzz inputs).
+std::shared_ptr<const Blob> CopyToBlob(std::string_view bytes);
+
 }  // namespace infernix

@@ -14,20 +14,7 @@ namespace {
 
 using testing_gguf::Builder;
 
-class StringBlob final : public Blob {
- public:
-  explicit StringBlob(std::string s) : s_(std::move(s)) {}
-  std::span<const std::byte> bytes() const override {
-    return {reinterpret_cast<const std::byte*>(s_.data()), s_.size()};
-  }
-
- private:
-  std::string s_;
-};
-
-std::unique_ptr<GgufFile> Parse(const std::string& bytes) {
-  return GgufFile::FromBlob(std::make_shared<StringBlob>(bytes), "m.gguf");
-}
+std::unique_ptr<GgufFile> Parse(const std::string& bytes) { return GgufFile::FromBlob(CopyToBlob(bytes), "m.gguf"); }
 
 // Expects parsing to fail with `code` and a message containing every string of `parts`.
 void ExpectError(const std::string& bytes, ErrorCode code, std::initializer_list<std::string> parts) {

@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
-
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
@@ -137,17 +136,6 @@ TEST(TokenizerGgufTest, Summary) {
   EXPECT_NE(s.chat_template->find("<|im_start|>"), std::string::npos);
 }
 
-class StringBlob final : public Blob {
- public:
-  explicit StringBlob(std::string s) : s_(std::move(s)) {}
-  std::span<const std::byte> bytes() const override {
-    return {reinterpret_cast<const std::byte*>(s_.data()), s_.size()};
-  }
-
- private:
-  std::string s_;
-};
-
 // A tiny valid gpt2/qwen2 tokenizer; `edit` changes it before it is built.
 Builder TinyTokenizer() {
   Builder b;
@@ -161,7 +149,7 @@ Builder TinyTokenizer() {
 }
 
 TokenizerSpec ReadFrom(const Builder& b) {
-  auto f = GgufFile::FromBlob(std::make_shared<StringBlob>(b.Build()), "t.gguf");
+  auto f = GgufFile::FromBlob(CopyToBlob(b.Build()), "t.gguf");
   return ReadGgufTokenizerSpec(*f);
 }
 

@@ -9,12 +9,10 @@
 #include <vector>
 
 #include "base/error.h"
-#include "formats/fuzz/fuzz_blob.h"
+#include "base/file_set.h"
 #include "formats/gguf.h"
 
 namespace {
-
-using infernix::fuzz::CopyBlob;
 
 template <typename F>
 void Try(F&& f) {
@@ -29,7 +27,7 @@ void Try(F&& f) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::unique_ptr<infernix::GgufFile> file;
   try {
-    file = infernix::GgufFile::FromBlob(std::make_shared<CopyBlob>(data, size), "fuzz.gguf");
+    file = infernix::GgufFile::FromBlob(infernix::CopyToBlob({reinterpret_cast<const char*>(data), size}), "fuzz.gguf");
   } catch (const infernix::Error&) {
     return 0;
   }

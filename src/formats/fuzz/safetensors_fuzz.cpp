@@ -7,15 +7,14 @@
 #include <vector>
 
 #include "base/error.h"
-#include "formats/fuzz/fuzz_blob.h"
+#include "base/file_set.h"
 #include "formats/safetensors.h"
-
-using infernix::fuzz::CopyBlob;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::unique_ptr<infernix::SafetensorsFile> file;
   try {
-    file = std::make_unique<infernix::SafetensorsFile>(std::make_shared<CopyBlob>(data, size), "fuzz.safetensors");
+    file = std::make_unique<infernix::SafetensorsFile>(
+        infernix::CopyToBlob({reinterpret_cast<const char*>(data), size}), "fuzz.safetensors");
   } catch (const infernix::Error&) {
     return 0;
   }
