@@ -22,18 +22,7 @@ namespace {
 namespace fs = std::filesystem;
 using testing::ModelDir;
 using testing::RawTensor;
-
-std::map<std::string, RawTensor> ReadAll(const std::string& dir) {
-  DirFileSet files(dir);
-  std::shared_ptr<const Blob> blob = files.Open("model.safetensors");
-  SafetensorsFile f(blob, dir + "/model.safetensors");
-  std::map<std::string, RawTensor> out;
-  auto bytes = blob->bytes();
-  for (const auto& [name, e] : f.entries())
-    out[name] = RawTensor{e.dtype_name, e.shape,
-                          std::string(reinterpret_cast<const char*>(bytes.data()) + e.offset, e.size_bytes)};
-  return out;
-}
+using testing::ReadSafetensors;
 
 // Nearest E4M3 byte to x (|x| <= 448), ties to the even byte, by search over the 127 finite magnitudes.
 uint8_t ToE4M3(float x) {
@@ -109,7 +98,7 @@ class Fp8ModelTest : public ::testing::Test {
   // projections whose rows are a multiple of 128 are quantized (v_proj with bf16 scales, the others
   // f32); `also_quantize` adds tensors whatever their shape; down_proj (rows of 352) stays bf16.
   void Write(const std::vector<std::string>& also_quantize = {}, bool with_quant_config = true) {
-    std::map<std::string, RawTensor> src = ReadAll(ModelDir("qwen3-tiny")), fp8, f32;
+    std::map<std::string, RawTensor> src = ReadSafetensors(ModelDir("qwen3-tiny") + "/model.safetensors"), fp8, f32;
     for (const auto& [name, t] : src) {
       bool proj = name.find("_proj.weight") != std::string::npos && t.shape.size() == 2 && t.shape[1] % 128 == 0;
       bool forced = std::find(also_quantize.begin(), also_quantize.end(), name) != also_quantize.end();
@@ -195,11 +184,11 @@ TEST_F(Fp8ModelTest, Fp8WithoutQuantizationConfigIsUnsupported) {
 TEST_F(Fp8ModelTest, MissingOrMisshapenScalesAreErrors) {
   Write();
   std::string path = (root_ / "fp8/model.safetensors").string();
-  auto tensors = ReadAll((root_ / "fp8").string());
+  auto tensors = ReadSafetensors((root_ / "fp8" / "model.safetensors").string());
   tensors.erase("model.layers.2.self_attn.o_proj.weight_scale_inv");
   testing::WriteSafetensors(path, tensors);
   ExpectLoadError(ErrorCode::kNotFound, {"model.layers.2.self_attn.o_proj.weight_scale_inv"});
-  tensors = ReadAll((root_ / "fp8").string());
+  tensors = ReadSafetensors((root_ / "fp8" / "model.safetensors").string());
   RawTensor& s = tensors["model.layers.0.mlp.up_proj.weight_scale_inv"];
   ASSERT_EQ(s.shape, (std::vector<int64_t>{3, 1}));
   s.shape = {1, 3};

@@ -18,19 +18,7 @@ namespace {
 namespace fs = std::filesystem;
 using testing::ModelDir;
 using testing::RawTensor;
-
-// Every tensor of a safetensors file, as raw bytes.
-std::map<std::string, RawTensor> ReadAll(const std::string& path) {
-  DirFileSet dir(fs::path(path).parent_path().string());
-  std::shared_ptr<const Blob> blob = dir.Open(fs::path(path).filename().string());
-  SafetensorsFile f(blob, path);
-  std::map<std::string, RawTensor> out;
-  auto bytes = blob->bytes();
-  for (const auto& [name, e] : f.entries())
-    out[name] = RawTensor{e.dtype_name, e.shape,
-                          std::string(reinterpret_cast<const char*>(bytes.data()) + e.offset, e.size_bytes)};
-  return out;
-}
+using testing::ReadSafetensors;
 
 class ModelLoadTest : public ::testing::Test {
  protected:
@@ -56,7 +44,7 @@ class ModelLoadTest : public ::testing::Test {
 
 TEST_F(ModelLoadTest, ShardedCheckpointGivesTheSameLogits) {
   CopyConfig("qwen3-next-tiny");
-  auto tensors = ReadAll(ModelDir("qwen3-next-tiny") + "/model.safetensors");
+  auto tensors = ReadSafetensors(ModelDir("qwen3-next-tiny") + "/model.safetensors");
   std::map<std::string, RawTensor> shards[3];
   nlohmann::json index = {{"metadata", {{"total_size", 0}}}, {"weight_map", nlohmann::json::object()}};
   size_t i = 0;
@@ -80,7 +68,7 @@ TEST_F(ModelLoadTest, ShardedCheckpointGivesTheSameLogits) {
 
 TEST_F(ModelLoadTest, MtpAndVisionTensorsAreSkipped) {
   CopyConfig("qwen3-next-tiny");
-  auto tensors = ReadAll(ModelDir("qwen3-next-tiny") + "/model.safetensors");
+  auto tensors = ReadSafetensors(ModelDir("qwen3-next-tiny") + "/model.safetensors");
   tensors["mtp.fc.weight"] = RawTensor{"BF16", {2, 2}, std::string(8, '\0')};
   tensors["mtp.layers.0.mlp.experts.0.up_proj.weight"] = RawTensor{"F8_E4M3", {2, 2}, std::string(4, '\0')};
   testing::WriteSafetensors((dir_ / "model.safetensors").string(), tensors);
@@ -104,7 +92,7 @@ TEST_F(ModelLoadTest, TruncatedSafetensors) {
 
 TEST_F(ModelLoadTest, HeaderThatLiesAboutSizes) {
   CopyConfig("qwen3-tiny");
-  auto tensors = ReadAll(ModelDir("qwen3-tiny") + "/model.safetensors");
+  auto tensors = ReadSafetensors(ModelDir("qwen3-tiny") + "/model.safetensors");
   tensors["model.norm.weight"].shape = {256};  // 128 values stored, 256 claimed
   testing::WriteSafetensors((dir_ / "model.safetensors").string(), tensors);
   ExpectLoadError(ErrorCode::kInvalidFormat, {"model.safetensors", "model.norm.weight", "needs 512"});
@@ -122,7 +110,7 @@ TEST_F(ModelLoadTest, MissingShard) {
 
 TEST_F(ModelLoadTest, MissingTensorAndWrongShape) {
   CopyConfig("qwen3-tiny");
-  auto tensors = ReadAll(ModelDir("qwen3-tiny") + "/model.safetensors");
+  auto tensors = ReadSafetensors(ModelDir("qwen3-tiny") + "/model.safetensors");
   tensors.erase("model.layers.2.mlp.up_proj.weight");
   testing::WriteSafetensors((dir_ / "model.safetensors").string(), tensors);
   ExpectLoadError(ErrorCode::kNotFound, {"model.layers.2.mlp.up_proj.weight", "missing"});

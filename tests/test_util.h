@@ -5,6 +5,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -81,6 +82,20 @@ inline void WriteSafetensors(const std::string& path, const std::map<std::string
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(reinterpret_cast<const char*>(&len), 8);
   out << h << data;
+}
+
+// Every tensor of a safetensors file, as raw bytes (the inverse of WriteSafetensors).
+inline std::map<std::string, RawTensor> ReadSafetensors(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  DirFileSet dir(slash == std::string::npos ? "." : path.substr(0, slash));
+  std::shared_ptr<const Blob> blob = dir.Open(slash == std::string::npos ? path : path.substr(slash + 1));
+  SafetensorsFile f(blob, path);
+  std::map<std::string, RawTensor> out;
+  auto bytes = blob->bytes();
+  for (const auto& [name, e] : f.entries())
+    out[name] = RawTensor{e.dtype_name, e.shape,
+                          std::string(reinterpret_cast<const char*>(bytes.data()) + e.offset, e.size_bytes)};
+  return out;
 }
 
 inline std::string ReadBinary(const std::string& path) {
