@@ -159,7 +159,6 @@ void CudaBackend::JoinGemv(const Tensor& x, const Tensor& w, Tensor out) {
   gemv_.n = n;
   gemv_.k = k;
   gemv_.w_type = Dt(w);
-  gemv_.pdl = props_.major >= 9 ? 1 : 0;
 }
 
 void CudaBackend::Add(const Tensor& a, const Tensor& b, Tensor out) {

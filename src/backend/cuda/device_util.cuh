@@ -110,6 +110,28 @@ __device__ __forceinline__ void WaitForPrevious() {
 #endif
 }
 
+// One bf16 tensor-core step: c (f32 16x8) += a (bf16 16x16, row) @ b (bf16 16x8, col), the
+// mma.sync.m16n8k16 fragment layout (a0/a1: rows g / g+8 at k 2t..2t+1; a2/a3 the same at k + 8).
+__device__ __forceinline__ void MmaBf16(float* c, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
+                                        uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+// Blocks of a persistent kernel (each loops over tiles): as many as are resident on the device at once
+// with `threads` and `smem` bytes of dynamic shared memory, at most `tiles`.
+template <typename... Params>
+unsigned PersistentBlocks(void (*kernel)(Params...), int threads, size_t smem, int64_t tiles) {
+  int device = 0, sms = 0, per_sm = 0;
+  INFX_CUDA_CHECK(cudaGetDevice(&device));
+  INFX_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  INFX_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem));
+  return static_cast<unsigned>(std::min<int64_t>(tiles, std::max(1, per_sm) * static_cast<int64_t>(sms)));
+}
+
 // Launches `kernel` as a programmatic dependent of the stream's previous kernel (sm_90 and later): it may
 // start while that kernel finishes, so its launch latency and its independent prologue overlap the
 // other's tail. The kernel must call WaitForPrevious (above). A plain launch on older GPUs.

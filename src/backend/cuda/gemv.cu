@@ -19,15 +19,6 @@ namespace {
 
 constexpr int kWarps = 8;
 
-__device__ __forceinline__ void Mma16816(float* c, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
-                                         uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-      "{%0,%1,%2,%3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
-
 // kTiles: tiles of 8 tokens (1: n <= 8, 2: n <= 16); kUnroll: steps of weight loads in flight per thread.
 template <int kTiles, int kUnroll>
 __global__ void __launch_bounds__(32 * kWarps) GemvKernel(GemvBatch p) {
@@ -93,8 +84,8 @@ __global__ void __launch_bounds__(32 * kWarps) GemvKernel(GemvBatch p) {
     for (int u = 0; u < kUnroll; ++u) {
 #pragma unroll
       for (int j = 0; j < kTiles; ++j) {
-        Mma16816(acc[j], a[u].x, b[u].x, a[u].y, b[u].y, xs[u][j].x, xs[u][j].y);
-        Mma16816(acc[j], a[u].z, b[u].z, a[u].w, b[u].w, xs[u][j].z, xs[u][j].w);
+        MmaBf16(acc[j], a[u].x, b[u].x, a[u].y, b[u].y, xs[u][j].x, xs[u][j].y);
+        MmaBf16(acc[j], a[u].z, b[u].z, a[u].w, b[u].w, xs[u][j].z, xs[u][j].w);
       }
     }
   }
@@ -119,18 +110,7 @@ __global__ void __launch_bounds__(32 * kWarps) GemvKernel(GemvBatch p) {
 
 template <int kTiles, int kUnroll>
 void Launch(cudaStream_t s, const GemvBatch& batch, int64_t tiles) {
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(static_cast<unsigned>(tiles));
-  cfg.blockDim = dim3(32 * kWarps);
-  cfg.stream = s;
-  cudaLaunchAttribute attr{};
-  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr.val.programmaticStreamSerializationAllowed = 1;
-  if (batch.pdl) {
-    cfg.attrs = &attr;
-    cfg.numAttrs = 1;
-  }
-  INFX_CUDA_CHECK(cudaLaunchKernelEx(&cfg, GemvKernel<kTiles, kUnroll>, batch));
+  LaunchDependent(GemvKernel<kTiles, kUnroll>, dim3(static_cast<unsigned>(tiles)), dim3(32 * kWarps), 0, s, batch);
 }
 
 }  // namespace

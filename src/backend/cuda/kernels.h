@@ -18,6 +18,9 @@ constexpr int kF32 = 0, kF16 = 1, kBF16 = 2;
 // 128-value block scales.
 constexpr int kQ4_0 = 6, kQ4_1 = 7, kQ5_0 = 8, kQ5_1 = 9, kQ8_0 = 10, kQ2_K = 11, kQ3_K = 12, kQ4_K = 13, kQ5_K = 14,
               kQ6_K = 15, kIQ4_NL = 16, kIQ4_XS = 17, kF8E4M3B128 = 18;
+// All of them, as QuantTypeSupported accepts them.
+constexpr int kQuantTypes[] = {kQ4_0, kQ4_1, kQ5_0, kQ5_1,   kQ8_0,   kQ2_K,      kQ3_K,
+                               kQ4_K, kQ5_K, kQ6_K, kIQ4_NL, kIQ4_XS, kF8E4M3B128};
 
 // Tokens per page of the paged KV cache, and query rows per tile of the flash-attention kernel.
 constexpr int kPageSize = 64;
@@ -103,14 +106,14 @@ struct GemvSegment {
   int64_t rows = 0;
   int32_t out_dtype = kBF16, unused = 0;
 };
-// pdl: launch as a programmatic dependent of the previous kernel (sm_90+): the weights start
-// streaming before x is ready.
-// w_type: kBF16 (gemv.cu), or a block-quantized type that every segment has (quant_gemv_mma.cu).
+// w_type: kBF16 (gemv.cu), or a block-quantized type that every segment has (quant_gemv_mma.cu). Both
+// kernels launch as programmatic dependents of the kernel before (sm_90+): the weights start streaming
+// before x is ready.
 struct GemvBatch {
   GemvSegment seg[4];
   const void* x = nullptr;
   int64_t n = 0, k = 0;
-  int32_t n_segments = 0, pdl = 0, w_type = kBF16, unused = 0;
+  int32_t n_segments = 0, w_type = kBF16;
 };
 constexpr int kGemvMaxTokens = 16;
 void LaunchGemv(cudaStream_t s, GemvBatch batch);

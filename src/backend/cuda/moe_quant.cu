@@ -189,13 +189,8 @@ size_t MoeMmaSmem(int64_t x_rows, int64_t k) {
 template <int T, bool kDown>
 void LaunchMoeMma(cudaStream_t s, const MoeMmaArgs& a, int64_t tiles, int64_t x_rows, int64_t k) {
   const size_t smem = MoeMmaSmem<T, kDown>(x_rows, k);
-  int device = 0, sms = 0, per_sm = 0;
-  INFX_CUDA_CHECK(cudaGetDevice(&device));
-  INFX_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  INFX_CUDA_CHECK(
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, MoeMmaKernel<T, kDown>, 32 * qmma::kWarps, smem));
-  const int64_t blocks = std::min<int64_t>(tiles, std::max(1, per_sm) * static_cast<int64_t>(sms));
-  LaunchDependent(MoeMmaKernel<T, kDown>, dim3(static_cast<unsigned>(blocks)), dim3(32 * qmma::kWarps), smem, s, a);
+  LaunchDependent(MoeMmaKernel<T, kDown>, PersistentBlocks(MoeMmaKernel<T, kDown>, 32 * qmma::kWarps, smem, tiles),
+                  32 * qmma::kWarps, smem, s, a);
   INFX_CUDA_CHECK_LAUNCH();
 }
 
@@ -215,7 +210,7 @@ bool MoeMmaFits(int64_t n, int32_t top_k, const ExpertTable& ex, size_t max_smem
 }  // namespace
 
 void ConfigureQuantMoeMma(size_t max_smem_optin) {
-  for (int type : {kQ4_0, kQ4_1, kQ5_0, kQ5_1, kQ8_0, kQ2_K, kQ3_K, kQ4_K, kQ5_K, kQ6_K, kIQ4_NL, kIQ4_XS, kF8E4M3B128})
+  for (int type : kQuantTypes)
     ByQuantType(type, [&](auto tc) {
       constexpr int T = decltype(tc)::value;
       const int limit = static_cast<int>(max_smem_optin - 2 * qmma::kStaticSmem);

@@ -185,9 +185,7 @@ void LaunchDequantT(cudaStream_t st, const void* w, const int32_t* ids, int64_t 
 }  // namespace
 
 bool QuantTypeSupported(int type) {
-  return type == kQ4_0 || type == kQ4_1 || type == kQ5_0 || type == kQ5_1 || type == kQ8_0 || type == kQ2_K ||
-         type == kQ3_K || type == kQ4_K || type == kQ5_K || type == kQ6_K || type == kIQ4_NL || type == kIQ4_XS ||
-         type == kF8E4M3B128;
+  return std::find(std::begin(kQuantTypes), std::end(kQuantTypes), type) != std::end(kQuantTypes);
 }
 
 void LaunchQuantGemv(cudaStream_t s, int type, const void* x, const void* w, void* out, int out_dtype, int64_t n,

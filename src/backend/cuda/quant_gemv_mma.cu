@@ -167,32 +167,16 @@ void Configure(size_t max_smem_optin) {
 template <int T, bool kHalfX>
 void Launch(cudaStream_t s, const GemvBatch& batch, int64_t tiles) {
   const size_t smem = SmemBytes<T, kHalfX>(batch.n, batch.k);
-  int device = 0, sms = 0, per_sm = 0;
-  INFX_CUDA_CHECK(cudaGetDevice(&device));
-  INFX_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  INFX_CUDA_CHECK(
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, QuantGemvMmaKernel<T, kHalfX>, 32 * kWarps, smem));
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(static_cast<unsigned>(std::min<int64_t>(tiles, std::max(1, per_sm) * static_cast<int64_t>(sms))));
-  cfg.blockDim = dim3(32 * kWarps);
-  cfg.dynamicSmemBytes = smem;
-  cfg.stream = s;
-  cudaLaunchAttribute attr{};
-  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr.val.programmaticStreamSerializationAllowed = 1;
-  if (batch.pdl) {
-    cfg.attrs = &attr;
-    cfg.numAttrs = 1;
-  }
-  INFX_CUDA_CHECK(cudaLaunchKernelEx(&cfg, QuantGemvMmaKernel<T, kHalfX>, batch));
+  LaunchDependent(QuantGemvMmaKernel<T, kHalfX>,
+                  PersistentBlocks(QuantGemvMmaKernel<T, kHalfX>, 32 * kWarps, smem, tiles), 32 * kWarps, smem, s,
+                  batch);
 }
 
 }  // namespace
 
 void ConfigureQuantGemvMma(size_t max_smem_optin) {
-  for (int type : {kQ4_0, kQ4_1, kQ5_0, kQ5_1, kQ8_0, kQ2_K, kQ3_K, kQ4_K, kQ5_K, kQ6_K, kIQ4_NL, kIQ4_XS})
+  for (int type : kQuantTypes)
     ByQuantType(type, [&](auto tc) { Configure<decltype(tc)::value, false>(max_smem_optin); });
-  Configure<kF8E4M3B128, false>(max_smem_optin);
   Configure<kF8E4M3B128, true>(max_smem_optin);
 }
 

@@ -117,15 +117,6 @@ __device__ __forceinline__ void MmaInt32(int* c, uint32_t a0, uint32_t a1, uint3
   }
 }
 
-__device__ __forceinline__ void MmaBf16(float* c, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
-                                        uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-      "{%0,%1,%2,%3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
-
 // The 8 integer codes (unsigned, before the type's offset; Q8_0 and the IQ4 table values: signed) at values 8t..8t+7 of
 // 32-value sub-block j (0..7) of a staged chunk `c` (256 values of one row), for the types with 32-value groups.
 template <int T>
