@@ -15,6 +15,18 @@ namespace {
 
 constexpr int kRowsPerBlock = 4;  // warps per thread block, one row each
 
+// The warp's per-lane partial sums of its row, reduced in a fixed order; lane 0 stores token t's result.
+template <int kTokens>
+__device__ __forceinline__ void StoreWarpSums(const float* acc, int64_t n, int lane, void* out, int out_dtype,
+                                              int64_t rows, int64_t row) {
+#pragma unroll
+  for (int t = 0; t < kTokens; ++t) {
+    if (t >= n) break;
+    const float a = WarpSum(acc[t]);
+    if (lane == 0) StoreF(out, out_dtype, t * rows + row, a);
+  }
+}
+
 // Bytes of 32 sub-blocks (one warp step: a sub-block per lane).
 template <int T>
 __host__ __device__ constexpr int64_t StepBytes() {
@@ -72,26 +84,12 @@ __global__ void __launch_bounds__(32 * kRowsPerBlock)
 #pragma unroll
     for (int t = 0; t < kTokens; ++t) {
       if (t >= n) break;
-      const bf16* xs = x + t * k + s * 32;
       float sum = 0.0f;
-#pragma unroll
-      for (int i = 0; i < 32; i += 8) {
-        float xv[8];
-        Load8(xs + i, xv);
-#pragma unroll
-        for (int e = 0; e < 8; ++e) sum += v[i + e] * xv[e];
-      }
+      AddDot32(sum, v, x + t * k + s * 32);
       acc[t] += sum;
     }
   }
-#pragma unroll
-  for (int t = 0; t < kTokens; ++t) {
-    if (t >= n) break;
-    float a = acc[t];
-#pragma unroll
-    for (int off = 16; off > 0; off >>= 1) a += __shfl_xor_sync(0xffffffffu, a, off);
-    if (lane == 0) StoreF(out, out_dtype, t * rows + row, a);
-  }
+  StoreWarpSums<kTokens>(acc, n, lane, out, out_dtype, rows, row);
 }
 
 // The general form (any k that is a multiple of the block size, any alignment): each lane reads its own
@@ -118,14 +116,7 @@ __global__ void __launch_bounds__(32 * kRowsPerBlock)
       acc[t] += sum;
     }
   }
-#pragma unroll
-  for (int t = 0; t < kTokens; ++t) {
-    if (t >= n) break;
-    float a = acc[t];
-#pragma unroll
-    for (int off = 16; off > 0; off >>= 1) a += __shfl_xor_sync(0xffffffffu, a, off);
-    if (lane == 0) StoreF(out, out_dtype, t * rows + row, a);
-  }
+  StoreWarpSums<kTokens>(acc, n, lane, out, out_dtype, rows, row);
 }
 
 // out[i, :] (bf16 or f32 act) = dequantized row ids[i] (ids null: row i); rows outside [0, n_table) give zeros.

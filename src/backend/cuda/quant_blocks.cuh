@@ -236,6 +236,18 @@ __host__ __device__ constexpr int64_t QuantRowBytes(int64_t k) {
   return k / BlockValues<T>() * BlockBytes<T>();
 }
 
+// acc += the dot product of a decoded sub-block v[32] with 32 activations from a 16-byte aligned a.
+template <typename A>
+__device__ __forceinline__ void AddDot32(float& acc, const float* v, const A* a) {
+#pragma unroll
+  for (int i = 0; i < 32; i += 8) {
+    float av[8];
+    Load8(a + i, av);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) acc += v[i + e] * av[e];
+  }
+}
+
 // Bytes of 32 sub-blocks: the most a warp stages at once.
 template <int T>
 __host__ __device__ constexpr int64_t QuantStepBytes() {
@@ -275,13 +287,7 @@ __device__ __forceinline__ float WarpDotQuantRowStaged(const uint8_t* row, const
       LoadSub<T>(stage, lane, v);
       const A* a = act + (s0 + lane) * 32;
       if (vector_act) {
-#pragma unroll
-        for (int i = 0; i < 32; i += 8) {
-          float av[8];
-          Load8(a + i, av);
-#pragma unroll
-          for (int e = 0; e < 8; ++e) acc += v[i + e] * av[e];
-        }
+        AddDot32(acc, v, a);
       } else {
 #pragma unroll
         for (int i = 0; i < 32; ++i) acc += v[i] * ToF(a[i]);
@@ -289,9 +295,7 @@ __device__ __forceinline__ float WarpDotQuantRowStaged(const uint8_t* row, const
     }
     __syncwarp();
   }
-#pragma unroll
-  for (int off = 16; off > 0; off >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, off);
-  return acc;
+  return WarpSum(acc);
 }
 
 }  // namespace infernix::cuda
