@@ -100,13 +100,13 @@ Json InspectGguf(const std::string& path, bool list_tensors) {
   out["general"] = general;
   out["hyperparameters"] = hparams;
 
-  std::map<std::string, std::pair<int64_t, uint64_t>> by_type;
   uint64_t total = 0;
-  Json tensors = Json::array();
+  Json tensors = Json::array(), types = Json::object();
   for (const auto& t : file->tensors()) {
-    auto& [count, bytes] = by_type[t.type_name];
-    ++count;
-    bytes += t.size_bytes;
+    Json& type = types[t.type_name];
+    if (type.is_null()) type = {{"count", 0}, {"bytes", 0}, {"supported", t.dtype.has_value()}};
+    type["count"] = type["count"].get<int64_t>() + 1;
+    type["bytes"] = type["bytes"].get<uint64_t>() + t.size_bytes;
     total += t.size_bytes;
     if (list_tensors)
       tensors.push_back({{"name", t.name},
@@ -117,10 +117,6 @@ Json InspectGguf(const std::string& path, bool list_tensors) {
   }
   out["tensor_count"] = file->tensors().size();
   out["tensor_bytes"] = total;
-  Json types = Json::object();
-  for (const auto& [name, cb] : by_type)
-    types[name] = {{"count", cb.first}, {"bytes", cb.second}};
-  for (const auto& t : file->tensors()) types[t.type_name]["supported"] = t.dtype.has_value();
   out["types"] = types;
 
   GgufTokenizerSummary tok = SummarizeGgufTokenizer(*file);
