@@ -371,6 +371,13 @@ void CudaBackend::MoeExperts(const Tensor& x, const Tensor& weights, const Tenso
   if (n == 0) return;
   const cuda::ExpertTable& table = ExpertTableFor(experts);
   INFX_CHECK(table.hidden == hidden);
+  if (n >= cuda::kMoeGroupedMinTokens && cuda::MoeGroupedFits(table)) {
+    const size_t bytes = cuda::MoeGroupedScratchBytes(n, static_cast<int32_t>(top_k), table);
+    Tensor ws = Scratch(DType::kI32, {static_cast<int64_t>((bytes + 3) / 4)});
+    Enqueue(cuda::LaunchMoeGrouped, x.data, weights.as<const float>(), ids.as<const int32_t>(), n,
+            static_cast<int32_t>(top_k), table, ws.data, out.data);
+    return;
+  }
   Tensor act = Scratch(DType::kF32, {n, top_k, table.inter});
   if (IsBlockQuantized(static_cast<DType>(table.dtype))) {
     Enqueue(cuda::LaunchQuantMoeExperts, x.data, weights.as<const float>(), ids.as<const int32_t>(), n,

@@ -202,6 +202,14 @@ struct ExpertTable {
 // act: scratch f32 [n, top_k, inter]. x, out act bf16 [n, hidden]. Float expert weights (moe.cu).
 void LaunchMoeExperts(cudaStream_t s, const void* x, const float* weights, const int32_t* ids, int64_t n,
                       int32_t top_k, ExpertTable experts, float* act, void* out);
+// The same for many tokens on tensor cores (moe_grouped.cu): the (token, expert) pairs grouped by
+// expert, two grouped GEMMs (gate/up with SiLU, down) and a weighted combine. bf16 experts whose
+// hidden and intermediate sizes are multiples of 32 (MoeGroupedFits); scratch: MoeGroupedScratchBytes.
+constexpr int kMoeGroupedMinTokens = 16;
+bool MoeGroupedFits(const ExpertTable& experts);
+size_t MoeGroupedScratchBytes(int64_t n, int32_t top_k, const ExpertTable& experts);
+void LaunchMoeGrouped(cudaStream_t s, const void* x, const float* weights, const int32_t* ids, int64_t n,
+                      int32_t top_k, ExpertTable experts, void* scratch, void* out);
 // The same for block-quantized expert weights of a type QuantTypeSupported accepts (moe_quant.cu): on
 // tensor cores (x and act rounded to int8 blocks for the integer types) up to kQuantGemvMaxTokens tokens
 // when the shapes and max_smem_optin allow, else in f32.
