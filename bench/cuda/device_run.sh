@@ -34,6 +34,10 @@ if [ -f "$DEPS/src.tar.gz" ]; then
   cp -r "$ROOT/models" $SRC/ && cp -r "$ROOT/tests/fixtures" $SRC/tests/
 fi
 BUILD=/tmp/build
+# A machine kept warm between calls still has the last build: start over when it was of another tree.
+if [ -f $BUILD/CMakeCache.txt ] && ! grep -qx "CMAKE_HOME_DIRECTORY:INTERNAL=$SRC" $BUILD/CMakeCache.txt; then
+  rm -rf $BUILD
+fi
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv > "$OUT/gpu.txt" 2>&1
 cat "$OUT/gpu.txt"
 echo "== configure"

@@ -82,6 +82,7 @@ CudaBackend::CudaBackend(const CudaOptions& options)
   cuda::ConfigureAttentionKernels(smem_optin_);
   cuda::ConfigureQuantGemvMma(smem_optin_);
   cuda::ConfigureQuantMoeMma(smem_optin_);
+  cuda::ConfigureGdnKernels(smem_optin_);
   for (auto& e : staging_done_) INFX_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
 }
 
@@ -139,6 +140,16 @@ void CudaBackend::Submit() {
 void CudaBackend::Synchronize() {
   Submit();
   INFX_CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
+
+void* CudaBackend::Workspace(size_t bytes) {
+  if (bytes > workspace_.size_bytes()) {
+    Synchronize();
+    recorder_.ClearGraphs();
+    workspace_ = cuda::DeviceBuffer();  // free the old buffer before allocating the larger one
+    workspace_ = cuda::DeviceBuffer(bytes + bytes / 4, "op workspace");
+  }
+  return workspace_.data();
 }
 
 void* CudaBackend::Stage(size_t bytes) {

@@ -109,6 +109,12 @@ class CudaBackend final : public Backend {
   void* Upload(const void* host, size_t bytes);
   // Pinned staging memory for `bytes` of this unit, or nullptr when it is full.
   void* Stage(size_t bytes);
+  // Device memory for one op's intermediate results (grouped expert rows, chunked DeltaNet factors),
+  // 256-byte aligned: one buffer that every such op reuses, so long prefills do not keep one copy per
+  // layer in the scratch arena. Safe because ops run in stream order and the kernels that use it are
+  // plain launches (never programmatic dependents, which could start before their predecessor ends).
+  // Growing it waits for queued work and drops cached graphs, which point into the old buffer.
+  void* Workspace(size_t bytes);
   void FlushGemv();
   void JoinGemv(const Tensor& x, const Tensor& w, Tensor out);
   // Launches the op held back for fusion (plain, unfused).
@@ -135,6 +141,7 @@ class CudaBackend final : public Backend {
   cudaStream_t stream_ = nullptr;
   cuda::DeviceArena weights_;
   cuda::DeviceArena scratch_;
+  cuda::DeviceBuffer workspace_;
   cuda::PinnedArena staging_[2];
   cudaEvent_t staging_done_[2] = {nullptr, nullptr};
   int staging_current_ = -1;  // staging buffer of the unit being recorded; -1: none chosen yet

@@ -348,10 +348,27 @@ void CudaBackend::GatedDeltaRule(const Tensor& q, const Tensor& k, const Tensor&
              out.dtype == DType::kBF16 && g.dtype == DType::kF32 && beta.dtype == DType::kF32);
   if (n == 0) return;
   cuda::DeviceLayout dl = Layout(layout);
+  const auto tiled = static_cast<int32_t>(mapping == GdnHeadMapping::kTiled);
+  if (dl.max_seq_tokens >= cuda::kGdnChunkedMinTokens &&
+      cuda::GdnChunkedFits(static_cast<int>(dk), static_cast<int>(dv), smem_optin_)) {
+    // 4 * n * nv * (dk + dv + 68) bytes: 85 MB for 2,048 tokens of Qwen3-Next, in the op workspace.
+    const auto part = [&](int64_t cols) {
+      return (static_cast<size_t>(n * nv * cols) * sizeof(float) + 255) / 256 * 256;
+    };
+    auto* base = static_cast<unsigned char*>(Workspace(part(dk) + part(dv) + part(cuda::kGdnChunk) + part(4)));
+    cuda::GdnChunkScratch ws;
+    ws.w = reinterpret_cast<float*>(base);
+    ws.u = reinterpret_cast<float*>(base + part(dk));
+    ws.p = reinterpret_cast<float*>(base + part(dk) + part(dv));
+    ws.coef = reinterpret_cast<float*>(base + part(dk) + part(dv) + part(cuda::kGdnChunk));
+    Enqueue(cuda::LaunchGatedDeltaRuleChunked, dl, q.data, k.data, v.data, g.as<const float>(), beta.as<const float>(),
+            st.Recurrent(layer), st.RecurrentSlotStride(), static_cast<int32_t>(nk), static_cast<int32_t>(nv),
+            static_cast<int32_t>(dk), static_cast<int32_t>(dv), tiled, ws, out.data);
+    return;
+  }
   Enqueue(cuda::LaunchGatedDeltaRule, dl, q.data, k.data, v.data, g.as<const float>(), beta.as<const float>(),
           st.Recurrent(layer), st.RecurrentSlotStride(), static_cast<int32_t>(nk), static_cast<int32_t>(nv),
-          static_cast<int32_t>(dk), static_cast<int32_t>(dv), static_cast<int32_t>(mapping == GdnHeadMapping::kTiled),
-          out.data);
+          static_cast<int32_t>(dk), static_cast<int32_t>(dv), tiled, out.data);
 }
 
 void CudaBackend::MoeRouting(const Tensor& logits, int top_k, bool normalize, Tensor weights, Tensor ids) {

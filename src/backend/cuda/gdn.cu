@@ -1,7 +1,14 @@
 // Gated DeltaNet: the causal depthwise conv1d with its rolling state, the gates, and the gated delta
 // rule in recurrent form. Simple, exact-order kernels: a thread per channel for the conv (its window in
 // registers), a block per (sequence, value head) for the delta rule with each thread owning one
-// column of the f32 state S [dk, dv]. Chunked kernels for long prefills are future work.
+// column of the f32 state S [dk, dv]. Those serve decode; for long sequences the conv runs a thread
+// per (kConvTokens tokens, channel) in parallel, and the delta rule runs chunked (gdn_chunked.cu).
+//
+// The parallel conv: output i of a sequence is SiLU(sum_j w[j] * win[i + j]) over the window
+// win = [old state (kernel - 1 values, oldest first) | x of the sequence], so each thread reads its
+// slice of win straight from the state and x. The new state, win[n .. n + kernel - 2], is written by a
+// second kernel once every output has read the old one (stream order); it reads the old state itself
+// when the sequence is shorter than the window.
 #include <cmath>
 
 #include "backend/cuda/device_util.cuh"
@@ -10,6 +17,7 @@ namespace infernix::cuda {
 namespace {
 
 constexpr int kMaxConvKernel = 8;
+constexpr int kConvTokens = 8;   // outputs per thread of the parallel conv (its window slice in registers)
 constexpr int kMaxKeyDim = 128;  // register-resident state columns; larger dk uses the global-memory kernel
 
 template <typename T>
@@ -47,6 +55,66 @@ __global__ void CausalConv1dKernel(DeviceLayout layout, const T* x, const void* 
 #pragma unroll
   for (int j = 0; j < kMaxConvKernel; ++j)
     if (j < keep) st[static_cast<int64_t>(j) * channels + c] = win[j];
+}
+
+// Grid (token groups of kConvTokens, channel blocks, sequences): outputs only; the state is read, not written.
+template <typename T>
+__global__ void CausalConv1dParallelKernel(DeviceLayout layout, const T* x, const void* w, int w_dtype,
+                                           const float* state, int64_t slot_stride, int channels, int kernel, T* out) {
+  const int seq = blockIdx.z;
+  const int c = blockIdx.y * blockDim.x + threadIdx.x;
+  const int slot = layout.seq_info[seq * 4], tb = layout.seq_info[seq * 4 + 1], n = layout.seq_info[seq * 4 + 2];
+  const int i0 = blockIdx.x * kConvTokens;
+  if (c >= channels || i0 >= n) return;
+  const int keep = kernel - 1;
+  const float* st = state + slot * slot_stride;  // [keep, channels], oldest first
+  float wc[kMaxConvKernel];
+#pragma unroll
+  for (int j = 0; j < kMaxConvKernel; ++j)
+    wc[j] = j < kernel ? LoadF(w, w_dtype, static_cast<int64_t>(c) * kernel + j) : 0.0f;
+  // win[m] = window position i0 + m: the old state below keep, then x; zeros past the sequence.
+  float win[kMaxConvKernel - 1 + kConvTokens];
+#pragma unroll
+  for (int m = 0; m < kMaxConvKernel - 1 + kConvTokens; ++m) {
+    const int p = i0 + m;
+    float val = 0.0f;
+    if (m < keep + kConvTokens) {
+      if (p < keep) {
+        val = st[static_cast<int64_t>(p) * channels + c];
+      } else if (p - keep < n) {
+        val = ToF(x[static_cast<int64_t>(tb + p - keep) * channels + c]);
+      }
+    }
+    win[m] = val;
+  }
+#pragma unroll
+  for (int t = 0; t < kConvTokens; ++t) {
+    if (i0 + t >= n) break;
+    float acc = 0;
+#pragma unroll
+    for (int j = 0; j < kMaxConvKernel; ++j)
+      if (j < kernel) acc += wc[j] * win[t + j];
+    out[static_cast<int64_t>(tb + i0 + t) * channels + c] = FromF<T>(SiluF(acc));
+  }
+}
+
+// Grid (channel blocks, sequences): state = win[n .. n + keep - 1], in ascending order, so that an old
+// value (position n + j > j) is read before its slot is overwritten.
+template <typename T>
+__global__ void CausalConv1dSaveKernel(DeviceLayout layout, const T* x, float* state, int64_t slot_stride, int channels,
+                                       int kernel) {
+  const int seq = blockIdx.y;
+  const int c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (c >= channels) return;
+  const int slot = layout.seq_info[seq * 4], tb = layout.seq_info[seq * 4 + 1], n = layout.seq_info[seq * 4 + 2];
+  const int keep = kernel - 1;
+  float* st = state + slot * slot_stride;
+  for (int j = 0; j < keep; ++j) {
+    const int p = n + j;
+    const float val = p < keep ? st[static_cast<int64_t>(p) * channels + c]
+                               : ToF(x[static_cast<int64_t>(tb + p - keep) * channels + c]);
+    st[static_cast<int64_t>(j) * channels + c] = val;
+  }
 }
 
 template <typename T>
@@ -167,9 +235,21 @@ void LaunchCausalConv1d(cudaStream_t s, DeviceLayout layout, const void* x, cons
                         int64_t slot_stride, int32_t channels, int32_t kernel, void* out) {
   if (layout.n_seqs == 0) return;
   INFX_CHECK_MSG(kernel >= 1 && kernel <= kMaxConvKernel, "conv kernel {} (at most {})", kernel, kMaxConvKernel);
+  const auto* xb = static_cast<const bf16*>(x);
+  auto* ob = static_cast<bf16*>(out);
+  if (layout.max_seq_tokens >= kConvParallelMinTokens) {
+    dim3 grid(Blocks(layout.max_seq_tokens, kConvTokens), Blocks(channels, 128), static_cast<unsigned>(layout.n_seqs));
+    CausalConv1dParallelKernel<<<grid, 128, 0, s>>>(layout, xb, w, w_dtype, state, slot_stride, channels, kernel, ob);
+    INFX_CUDA_CHECK_LAUNCH();
+    if (kernel > 1) {
+      dim3 save_grid(Blocks(channels, 128), static_cast<unsigned>(layout.n_seqs));
+      CausalConv1dSaveKernel<<<save_grid, 128, 0, s>>>(layout, xb, state, slot_stride, channels, kernel);
+      INFX_CUDA_CHECK_LAUNCH();
+    }
+    return;
+  }
   dim3 grid(static_cast<unsigned>(layout.n_seqs), Blocks(channels, 128));
-  CausalConv1dKernel<<<grid, 128, 0, s>>>(layout, static_cast<const bf16*>(x), w, w_dtype, state, slot_stride, channels,
-                                          kernel, static_cast<bf16*>(out));
+  CausalConv1dKernel<<<grid, 128, 0, s>>>(layout, xb, w, w_dtype, state, slot_stride, channels, kernel, ob);
   INFX_CUDA_CHECK_LAUNCH();
 }
 

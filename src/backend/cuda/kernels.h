@@ -174,9 +174,12 @@ bool FlashAttentionFits(int head_dim, size_t max_smem_optin);
 // Bytes of dynamic shared memory LaunchAttentionSplit needs per block.
 size_t AttentionSplitSmemBytes(int group, int head_dim);
 
-// ---- Gated DeltaNet (gdn.cu) ----
+// ---- Gated DeltaNet (gdn.cu, gdn_chunked.cu) ----
 // state: this layer's conv state of slot 0, [kernel - 1, channels] f32; slot s's is at state + s * slot_stride.
-// x, out act [n, channels].
+// x, out act [n, channels]. From kConvParallelMinTokens tokens in the longest sequence on, every
+// (token, channel) output is computed in parallel and the window saved by a second kernel; below, a
+// thread per channel walks the tokens.
+constexpr int kConvParallelMinTokens = 16;
 void LaunchCausalConv1d(cudaStream_t s, DeviceLayout layout, const void* x, const void* w, int w_dtype, float* state,
                         int64_t slot_stride, int32_t channels, int32_t kernel, void* out);
 void LaunchGdnGates(cudaStream_t s, const void* a, const void* b, const void* a_log, int a_log_dtype,
@@ -186,6 +189,31 @@ void LaunchGdnGates(cudaStream_t s, const void* a, const void* b, const void* a_
 void LaunchGatedDeltaRule(cudaStream_t s, DeviceLayout layout, const void* q, const void* k, const void* v,
                           const float* g, const float* beta, float* state, int64_t slot_stride, int32_t nk,
                           int32_t nv, int32_t dk, int32_t dv, int32_t tiled, void* out);
+// The same rule in chunks of kGdnChunk tokens (gdn_chunked.cu), for prefill: the backend takes it when
+// the longest sequence of the batch has kGdnChunkedMinTokens tokens or more and GdnChunkedFits. The
+// threshold is an estimate, to be re-measured: the recurrent kernel costs ~1.2 us per token of the
+// longest sequence (10 ms for 8,192 tokens, one block per (sequence, head)); the chunked one ~2 launches
+// plus one chunk's prep and ~64 tokens' worth of sequential state work per chunk, so it wins from a few
+// tens of tokens on, while decode steps and short speculative batches stay recurrent.
+// Scratch (f32, device), written by the first kernel and read by the second, indexed by token row and
+// value head: w [n_tokens, nv, dk], u [n_tokens, nv, dv], p [n_tokens, nv, kGdnChunk],
+// coef [n_tokens, nv, 4] (16-byte aligned).
+constexpr int kGdnChunk = 64;
+constexpr int kGdnChunkedMaxDim = 128;
+constexpr int kGdnChunkedMinTokens = 32;
+struct GdnChunkScratch {
+  float* w = nullptr;
+  float* u = nullptr;
+  float* p = nullptr;
+  float* coef = nullptr;
+};
+// Whether the chunked kernels take dk, dv (<= kGdnChunkedMaxDim) within that shared-memory limit.
+bool GdnChunkedFits(int dk, int dv, size_t max_smem_optin);
+void LaunchGatedDeltaRuleChunked(cudaStream_t s, DeviceLayout layout, const void* q, const void* k, const void* v,
+                                 const float* g, const float* beta, float* state, int64_t slot_stride, int32_t nk,
+                                 int32_t nv, int32_t dk, int32_t dv, int32_t tiled, GdnChunkScratch ws, void* out);
+// Raises the chunked kernels' dynamic shared-memory limits (once per device, before use).
+void ConfigureGdnKernels(size_t max_smem_optin);
 
 // ---- mixture of experts (moe.cu) ----
 void LaunchMoeRouting(cudaStream_t s, const float* logits, int64_t n, int32_t n_experts, int32_t top_k,
