@@ -389,10 +389,15 @@ void CudaBackend::MoeExperts(const Tensor& x, const Tensor& weights, const Tenso
   const cuda::ExpertTable& table = ExpertTableFor(experts);
   INFX_CHECK(table.hidden == hidden);
   if (n >= cuda::kMoeGroupedMinTokens && cuda::MoeGroupedFits(table)) {
-    const size_t bytes = cuda::MoeGroupedScratchBytes(n, static_cast<int32_t>(top_k), table);
-    Tensor ws = Scratch(DType::kI32, {static_cast<int64_t>((bytes + 3) / 4)});
+    void* ws = Workspace(cuda::MoeGroupedScratchBytes(n, static_cast<int32_t>(top_k), table));
     Enqueue(cuda::LaunchMoeGrouped, x.data, weights.as<const float>(), ids.as<const int32_t>(), n,
-            static_cast<int32_t>(top_k), table, ws.data, out.data);
+            static_cast<int32_t>(top_k), table, ws, out.data);
+    return;
+  }
+  if (cuda::Bf16MoeMmaFits(n, static_cast<int32_t>(top_k), table, smem_optin_)) {
+    Tensor act = Scratch(DType::kBF16, {n, top_k, table.inter});
+    Enqueue(cuda::LaunchBf16MoeMma, x.data, weights.as<const float>(), ids.as<const int32_t>(), n,
+            static_cast<int32_t>(top_k), table, act.data, out.data);
     return;
   }
   Tensor act = Scratch(DType::kF32, {n, top_k, table.inter});

@@ -1,6 +1,7 @@
-// CPU-vs-CUDA test of the grouped expert GEMMs (moe_grouped.cu) that MoeExperts uses for many tokens
-// with bf16 experts: tile boundaries (groups of 1 to a few hundred pairs, experts no token chose),
-// partial column tiles, Qwen3-30B-A3B-like shapes, and every pair routed to one expert.
+// CPU-vs-CUDA tests of MoeExperts by batch size: the grouped expert GEMMs (moe_grouped.cu) for many
+// tokens (tile boundaries: groups of 1 to a few hundred pairs, experts no token chose, partial column
+// tiles, every pair routed to one expert; bf16 and block-quantized experts), and bf16 experts for a
+// few tokens (the tensor-core kernels of moe_quant.cu up to kBf16MoeMmaMaxTokens, the f32 ones above).
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -104,6 +105,12 @@ TEST(CudaMoe, GroupedQuantizedExpertsMatchTheOracle) {
     CheckGrouped(40, 1024, 768, 8, 4, SkewedIds(40, 8, 4, 5), seed, type);
     seed += 100;
   }
+}
+
+TEST(CudaMoe, FewTokenBf16ExpertsMatchTheOracle) {
+  INFX_REQUIRE_GPU();
+  for (int64_t n : {1, 2, 5, 12}) CheckGrouped(n, 2048, 768, 16, 8, SkewedIds(n, 16, 8, 6 + n), 5000 + 100 * n);
+  CheckGrouped(2, 1024, 512, 32, 10, SkewedIds(2, 32, 10, 7), 5900);
 }
 
 }  // namespace

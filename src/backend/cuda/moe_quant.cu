@@ -7,6 +7,8 @@
 //    output rows of one token and runs through its top_k experts' down rows, each chunk's sum scaled by
 //    the routing weight, so the weighted sum needs no further pass;
 //  - else a warp per row dotting each quantized row (quant_blocks.cuh) in f32.
+// bf16 experts take the same tensor-core kernels for 1-2 tokens (LaunchBf16MoeMma, kBf16MoeMmaMaxTokens;
+// chunks of 256 bf16 values, bf16 mma with x as is).
 #include "backend/cuda/quant_mma.cuh"
 
 namespace infernix::cuda {
@@ -152,6 +154,8 @@ __global__ void __launch_bounds__(32 * qmma::kWarps) MoeMmaKernel(MoeMmaArgs a) 
       if constexpr (IsIntType<T>()) {
         const float2* xr_s = xs + xr * (k / kG) + k0 / kG;
         ChunkProductInt<T>(rows16, table, xq + xr * XqStride(k) + k0, xr_s, xr_s, factor, lane, ac);
+      } else if constexpr (T == kBF16) {
+        ChunkProductBf16(rows16, a.x + static_cast<int64_t>(xr) * k + k0, factor, lane, ac);
       } else {
         ChunkProductF8<false>(rows16, a.x + static_cast<int64_t>(xr) * k + k0, factor, lane, ac);
       }
@@ -207,16 +211,38 @@ bool MoeMmaFits(int64_t n, int32_t top_k, const ExpertTable& ex, size_t max_smem
          fits(ex.inter, n * top_k, MoeMmaSmem<T, true>(n * top_k, ex.inter));
 }
 
+// Both kernels: act (bf16 [n * top_k, inter]) = silu(gate x) * (up x), then out = sum_j w_j down act.
+template <int T>
+void LaunchMoeMmaPair(cudaStream_t s, const void* x, const float* weights, const int32_t* ids, int64_t n, int32_t top_k,
+                      const ExpertTable& ex, bf16* act, void* out) {
+  const int32_t nn = static_cast<int32_t>(n);
+  LaunchMoeMma<T, false>(s, MoeMmaArgs{static_cast<const bf16*>(x), weights, ids, nn, top_k, ex, act},
+                         n * top_k * ((ex.inter + 15) / 16), n, ex.hidden);
+  LaunchMoeMma<T, true>(s, MoeMmaArgs{act, weights, ids, nn, top_k, ex, static_cast<bf16*>(out)},
+                        n * ((ex.hidden + 15) / 16), n * top_k, ex.inter);
+}
+
 }  // namespace
 
 void ConfigureQuantMoeMma(size_t max_smem_optin) {
-  for (int type : kQuantTypes)
-    ByQuantType(type, [&](auto tc) {
-      constexpr int T = decltype(tc)::value;
-      const int limit = static_cast<int>(max_smem_optin - 2 * qmma::kStaticSmem);
-      INFX_CUDA_CHECK(cudaFuncSetAttribute(MoeMmaKernel<T, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, limit));
-      INFX_CUDA_CHECK(cudaFuncSetAttribute(MoeMmaKernel<T, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, limit));
-    });
+  const int limit = static_cast<int>(max_smem_optin - 2 * qmma::kStaticSmem);
+  auto configure = [&](auto tc) {
+    constexpr int T = decltype(tc)::value;
+    INFX_CUDA_CHECK(cudaFuncSetAttribute(MoeMmaKernel<T, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, limit));
+    INFX_CUDA_CHECK(cudaFuncSetAttribute(MoeMmaKernel<T, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, limit));
+  };
+  for (int type : kQuantTypes) ByQuantType(type, configure);
+  configure(std::integral_constant<int, kBF16>{});
+}
+
+bool Bf16MoeMmaFits(int64_t n, int32_t top_k, const ExpertTable& ex, size_t max_smem_optin) {
+  return ex.dtype == kBF16 && n <= kBf16MoeMmaMaxTokens && MoeMmaFits<kBF16>(n, top_k, ex, max_smem_optin);
+}
+
+void LaunchBf16MoeMma(cudaStream_t s, const void* x, const float* weights, const int32_t* ids, int64_t n,
+                      int32_t top_k, ExpertTable ex, void* act, void* out) {
+  if (n == 0) return;
+  LaunchMoeMmaPair<kBF16>(s, x, weights, ids, n, top_k, ex, static_cast<bf16*>(act), out);
 }
 
 void LaunchQuantMoeExperts(cudaStream_t s, const void* x, const float* weights, const int32_t* ids, int64_t n,
@@ -225,12 +251,7 @@ void LaunchQuantMoeExperts(cudaStream_t s, const void* x, const float* weights, 
   ByQuantType(ex.dtype, [&](auto tc) {
     constexpr int T = decltype(tc)::value;
     if (MoeMmaFits<T>(n, top_k, ex, max_smem_optin)) {
-      bf16* act_bf16 = reinterpret_cast<bf16*>(act);  // [n * top_k, inter] in the f32 scratch
-      const int32_t nn = static_cast<int32_t>(n);
-      LaunchMoeMma<T, false>(s, MoeMmaArgs{static_cast<const bf16*>(x), weights, ids, nn, top_k, ex, act_bf16},
-                             n * top_k * ((ex.inter + 15) / 16), n, ex.hidden);
-      LaunchMoeMma<T, true>(s, MoeMmaArgs{act_bf16, weights, ids, nn, top_k, ex, static_cast<bf16*>(out)},
-                            n * ((ex.hidden + 15) / 16), n * top_k, ex.inter);
+      LaunchMoeMmaPair<T>(s, x, weights, ids, n, top_k, ex, reinterpret_cast<bf16*>(act), out);
     } else {
       Run<T>(s, x, weights, ids, n, top_k, ex, act, out);
     }
