@@ -29,6 +29,17 @@ class TriggerGate {
   virtual void AfterConstrained() = 0;
 };
 
+// Decides, from the output text as the engine publishes it, that the output is complete before any stop
+// condition of the engine's own: the API layer's reading of the output (a turn that allows one tool
+// call ends with the first complete call). Fed on the engine thread, in order. See
+// RequestHandle::SetOutputEnd.
+class OutputEnd {
+ public:
+  virtual ~OutputEnd() = default;
+  // The next piece of output text (a token's; may be empty). True: the output is complete with it.
+  virtual bool Feed(std::string_view text) = 0;
+};
+
 struct GenerationRequest {
   std::vector<int32_t> prompt;
   int max_new_tokens = 256;
@@ -81,18 +92,28 @@ class RequestHandle {
   // Consumer: stop generating (client gone or cancelled); the engine frees the slot at its next step.
   void Cancel();
   bool cancelled() const;
+  // Consumer, before its first Wait: the output ends where `end` says it is complete. `end` is fed the
+  // text of the tokens published so far, then of each token as the engine publishes it (on the engine
+  // thread, under this handle's lock). From the token that completes the output on, nothing more is
+  // generated (the engine drops the request at its next step, as for Cancel, so no token is wasted)
+  // nor delivered, and the final update reports FinishReason::kStop with the engine's token count.
+  void SetOutputEnd(std::shared_ptr<OutputEnd> end);
 
   // Engine side.
   void Publish(TokenOutput token);
   void Finish(RequestUpdate final_state);  // tokens of final_state are ignored
 
  private:
+  void EndOutput();  // mutex_ held
+
   uint64_t id_;
   mutable std::mutex mutex_;
   std::condition_variable changed_;
   RequestUpdate pending_;
   bool delivered_final_ = false;
   bool cancelled_ = false;
+  std::shared_ptr<OutputEnd> output_end_;
+  bool output_ended_ = false;  // output_end_ found the output complete
 };
 
 }  // namespace infernix

@@ -28,6 +28,29 @@ std::function<std::string()> CallIdGenerator() {
   };
 }
 
+// Where a turn that allows one tool call ends: a parser of its own, with the run's options, reads the
+// output as the engine publishes it (the run's parser reads the same text on the HTTP thread; their
+// results do not depend on how the text is split, so both end at the same byte).
+class SingleToolCallEnd final : public OutputEnd {
+ public:
+  SingleToolCallEnd(OutputParserOptions options, std::string_view forced_prefix)
+      : parser_(WithoutIds(std::move(options))) {
+    parser_.Push(forced_prefix);
+  }
+  bool Feed(std::string_view text) override {
+    parser_.Push(text);
+    return parser_.done();
+  }
+
+ private:
+  // Ids are the run's parser's business (and its generator is not for this thread).
+  static OutputParserOptions WithoutIds(OutputParserOptions options) {
+    options.make_call_id = [] { return std::string(); };
+    return options;
+  }
+  OutputParser parser_;
+};
+
 }  // namespace
 
 void ConstrainToolCalls(ModelService& service, ChatInput& input, GenerationRequest& request) {
@@ -132,12 +155,13 @@ OutputParserOptions ChatParserOptions(const ChatInput& input, const PreparedProm
   o.parse_tool_calls = input.tool_choice != ToolChoiceMode::kNone && input.tools.is_array() && !input.tools.empty();
   o.tools = input.tools.is_null() ? nlohmann::ordered_json::array() : input.tools;
   o.make_call_id = CallIdGenerator();
+  o.single_tool_call = o.parse_tool_calls && !input.parallel_tool_calls;
   return o;
 }
 
 GenerationRun::GenerationRun(ModelService& service, GenerationRequest request, OutputParserOptions parser_options,
                              std::string forced_prefix)
-    : parser_(std::move(parser_options)), forced_prefix_(std::move(forced_prefix)) {
+    : parser_(parser_options), forced_prefix_(std::move(forced_prefix)) {
   DefaultMaxTokens(service, request);
   prompt_tokens_ = static_cast<int64_t>(request.prompt.size());
   Submission s = service.engine().Submit(std::move(request));
@@ -148,6 +172,8 @@ GenerationRun::GenerationRun(ModelService& service, GenerationRequest request, O
     case SubmitStatus::kInvalid: BadRequest("", s.message);
   }
   handle_ = std::move(s.handle);
+  if (parser_options.single_tool_call)
+    handle_->SetOutputEnd(std::make_shared<SingleToolCallEnd>(std::move(parser_options), forced_prefix_));
 }
 
 GenerationRun::~GenerationRun() {

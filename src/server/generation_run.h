@@ -28,6 +28,9 @@ struct ChatInput {
   // Responses): under tool_choice auto, calls are constrained as for a strict tool, and a schema that
   // cannot be enforced falls back to arguments of any shape instead of a 400.
   bool strict_if_compatible = false;
+  // false (OpenAI parallel_tool_calls: false, Anthropic disable_parallel_tool_use: true): the turn ends
+  // with its first complete tool call; generation stops there and exactly one call is returned.
+  bool parallel_tool_calls = true;
 };
 
 // A rendered chat prompt, ready to submit.
@@ -68,7 +71,8 @@ GenerationRequest DefaultGenerationRequest(const ModelService& service);
 // When the request named no limit: the rest of the context.
 void DefaultMaxTokens(const ModelService& service, GenerationRequest& request);
 
-// Parser options for a chat request: tools, reasoning, and how the prompt leaves the model.
+// Parser options for a chat request: tools, reasoning, how the prompt leaves the model, and whether
+// the turn ends with its first tool call (single_tool_call, from input.parallel_tool_calls).
 OutputParserOptions ChatParserOptions(const ChatInput& input, const PreparedPrompt& prompt);
 
 // The protocol-neutral outcome of a finished run.
@@ -91,7 +95,9 @@ struct RunCallbacks {
 
 // A submitted request. The constructor submits (queue full -> ApiError 429; context overflow -> 400
 // naming the limits); Pump() then runs it to the end on the calling thread (engine failure -> 500).
-// Destroying an unfinished run cancels it, freeing its slot.
+// Destroying an unfinished run cancels it, freeing its slot. With parser_options.single_tool_call the
+// engine stops generating at the token that completes the first tool call (RequestHandle::
+// SetOutputEnd, fed by a parser of its own on the engine thread), and the run ends there (kStop).
 class GenerationRun {
  public:
   GenerationRun(ModelService& service, GenerationRequest request, OutputParserOptions parser_options,

@@ -37,9 +37,32 @@ class SseWriter {
 };
 
 // Answers with a chunked body produced by `write` on the server's worker thread once headers are
-// sent; `write` returns false when the client went away (the connection is then dropped).
+// sent; `write` returns false when the client went away (the connection is then dropped). An exception
+// out of `write` drops the connection too (the status is long sent; `write` should report errors in
+// the stream itself).
 void SendChunked(httplib::Response& res, const std::string& content_type,
                  std::function<bool(httplib::DataSink& sink)> write);
+
+// Whether the client of a request is still connected, for a handler that answers only once its work is
+// done (a non-streaming generation: its status depends on how the work ends, so nothing may be sent
+// before) and must stop that work when the client leaves. httplib 0.11 shows a handler neither its
+// socket nor the connection's state, so the socket is found once among the process's descriptors
+// (/proc/self/fd) by the request's local and peer address and port; alive() then peeks at it without
+// blocking: false once the peer has closed the connection or it failed. When the socket cannot be
+// found, alive() is always true. Use on the handler's thread, while the handler runs (the socket is
+// the request's until then).
+class ConnectionWatch {
+ public:
+  explicit ConnectionWatch(const httplib::Request& req);
+  bool alive() const;
+
+ private:
+  int fd_ = -1;
+};
+
+// The answer to a client that went away before its non-streaming answer was ready (nobody reads it):
+// 499, nginx's "client closed request".
+void SendClientGone(httplib::Response& res);
 
 // A unique id with a prefix: prefix + 24 random alphanumerics.
 std::string RandomId(const std::string& prefix);

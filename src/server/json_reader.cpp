@@ -1,10 +1,44 @@
 #include "server/json_reader.h"
 
+#include <algorithm>
+#include <string_view>
+
 #include <fmt/format.h>
 
 namespace infernix {
 
+namespace {
+
+// The deepest nesting of arrays and objects in JSON text (strings skipped; malformed text is the
+// parser's to report).
+int NestingDepth(std::string_view text) {
+  int depth = 0, deepest = 0;
+  bool in_string = false, escape = false;
+  for (char c : text) {
+    if (in_string) {
+      if (escape) {
+        escape = false;
+      } else if (c == '\\') {
+        escape = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
+}  // namespace
+
 Json ParseRequestBody(const std::string& body) {
+  if (NestingDepth(body) > kMaxRequestDepth)
+    BadRequest("", fmt::format("the request body nests arrays and objects deeper than {} levels", kMaxRequestDepth));
   Json j;
   try {
     j = Json::parse(body);

@@ -16,7 +16,13 @@ namespace infernix {
 
 using Json = nlohmann::ordered_json;
 
-// Parses a request body; malformed JSON is a 400 giving the byte position.
+// Request bodies may nest arrays and objects this deep. Request JSON is walked recursively (the chat
+// template, schemas, a Responses echo written back out), so a deeper value could overflow a worker
+// thread's stack; the chat template refuses values past 256 levels itself.
+inline constexpr int kMaxRequestDepth = 512;
+
+// Parses a request body; malformed JSON is a 400 giving the byte position, nesting deeper than
+// kMaxRequestDepth a 400 saying so.
 Json ParseRequestBody(const std::string& body);
 // "a string", "an array", ... for messages.
 std::string DescribeJsonType(const Json& v);

@@ -30,11 +30,13 @@ ToolCallFormat DetectToolCallFormat(const ChatTemplate& t) {
 
 }  // namespace
 
-ModelService::ModelService(const ServiceOptions& options) {
+ModelService::ModelService(const ServiceOptions& options) : ModelService(options, CreateBackend(options.backend)) {}
+
+ModelService::ModelService(const ServiceOptions& options, std::unique_ptr<Backend> backend) {
   // A Hugging Face folder, a GGUF file, or the embedded default model.
   package_ = options.model_path.empty() ? ModelPackage::FromFiles(EmbeddedDefaultModel())
                                         : ModelPackage::Open(options.model_path);
-  backend_ = CreateBackend(options.backend);
+  backend_ = std::move(backend);
   backend_name_ = std::string(backend_->name());
   model_ = package_->LoadModel(*backend_);
   tokenizer_ = package_->LoadTokenizer();

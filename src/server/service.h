@@ -46,6 +46,9 @@ class ModelService {
  public:
   // Loads everything; throws infernix::Error (naming the file) for a bad model folder.
   explicit ModelService(const ServiceOptions& options);
+  // The same on `backend` instead of the one options.backend names (tests: a backend that fails or
+  // writes given logits on demand).
+  ModelService(const ServiceOptions& options, std::unique_ptr<Backend> backend);
   ~ModelService();
 
   const std::string& model_id() const { return names_.front(); }

@@ -1,5 +1,6 @@
 // Continuous batching: concurrent streams equal the same requests run one at a time; cancellation
-// frees capacity at once; a full queue answers 429.
+// (of a stream, or of a non-streaming request whose client hangs up) frees capacity at once; a full
+// queue answers 429.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
@@ -69,4 +70,22 @@ test('cancellation frees the slot; a full queue gets 429', async () => {
   const m = await metrics(server);
   assert.equal(m.infernix_running_requests, 0);
   assert.equal(m.infernix_requests_rejected_total, 1);
+});
+
+test('a non-streaming request whose client hangs up is cancelled', async () => {
+  const server = await startServer(['--max-concurrency', '1']);
+  servers.push(server);
+  const client = new OpenAI({ baseURL: server.baseURL, apiKey: 'unused', maxRetries: 0 });
+  const chat = referenceChats[0];
+  const controller = new AbortController();
+  const pending = client.chat.completions.create({ model: modelName, messages: chat.messages, temperature: 0,
+    max_tokens: 20000 }, { signal: controller.signal });
+  assert.ok(await waitFor(async () => (await metrics(server)).infernix_generation_tokens_total > 0));
+  controller.abort();
+  await assert.rejects(pending);
+  assert.ok(await waitFor(async () => (await metrics(server)).infernix_requests_cancelled_total === 1));
+  // The slot is free: the next request runs.
+  const r = await client.chat.completions.create({ model: modelName, messages: chat.messages, max_tokens: 2 });
+  assert.equal(r.choices[0].finish_reason, 'length');
+  assert.ok((await metrics(server)).infernix_generation_tokens_total < 20000);
 });

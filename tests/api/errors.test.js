@@ -64,6 +64,33 @@ test('OpenAI error shapes', async () => {
   assert.equal(r.status, 404);
 });
 
+test('bodies that used to bring the server down are 400s', async () => {
+  const plain = await startServer();  // no body-size limit in the way
+  const send = async (path, body) => {
+    const res = await fetch(`${plain.url}${path}`, {
+      method: 'POST', headers: { 'content-type': 'application/json' },
+      body: typeof body === 'string' ? body : JSON.stringify(body) });
+    return { status: res.status, body: await res.json() };
+  };
+  try {
+    // Nesting deep enough to overflow a worker's stack where request JSON is walked recursively (a
+    // Responses echo of metadata is written back out).
+    const n = 100000;
+    let r = await send('/v1/responses', `{"model": "${modelName}", "input": "x", "max_output_tokens": 1, "metadata": {"a": ${'['.repeat(n)}${']'.repeat(n)}}}`);
+    assert.equal(r.status, 400);
+    assert.match(r.body.error.message, /deeper than 512 levels/);
+    // A token id of the model's padded vocabulary, which the tokenizer has no text for.
+    r = await send('/v1/chat/completions', { model: modelName, messages: hello, max_tokens: 2, logit_bias: { 151900: 100 } });
+    assert.equal(r.status, 400);
+    assert.equal(r.body.error.param, 'logit_bias.151900');
+    r = await send('/v1/chat/completions', { model: modelName, messages: hello, max_tokens: 2 });
+    assert.equal(r.status, 200);
+    assert.ok(plain.alive());
+  } finally {
+    await plain.stop();
+  }
+});
+
 test('Anthropic error shapes', async () => {
   let r = await post('/v1/messages', '{oops');
   assert.equal(r.status, 400);

@@ -27,13 +27,15 @@ OutputParser::OutputParser(OutputParserOptions options) {
   if (options.parse_tool_calls) {
     if (!options.make_call_id) options.make_call_id = RandomCallIdGenerator();
     tool_calls_.emplace(ToolCallParserOptions{.tools = std::move(options.tools),
-                                              .make_call_id = std::move(options.make_call_id)});
+                                              .make_call_id = std::move(options.make_call_id),
+                                              .single_call = options.single_tool_call});
   }
 }
 
 OutputDelta OutputParser::Push(std::string_view text) {
   INFX_CHECK_MSG(!finished_, "OutputParser::Push after Finish");
   OutputDelta out;
+  if (done()) return out;  // the turn ended with its one call
   Route(reasoning_ ? reasoning_->Push(text) : ReasoningDelta{"", std::string(text)}, &out);
   Record(out);
   return out;
@@ -43,6 +45,7 @@ OutputDelta OutputParser::Finish() {
   INFX_CHECK_MSG(!finished_, "OutputParser::Finish called twice");
   finished_ = true;
   OutputDelta out;
+  if (done()) return out;
   if (reasoning_) Route(reasoning_->Finish(), &out);
   if (tool_calls_) {
     ToolCallParserDelta last = tool_calls_->Finish();

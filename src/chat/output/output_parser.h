@@ -56,6 +56,9 @@ struct OutputParserOptions {
   nlohmann::ordered_json tools;
   // Makes the id of each tool call; empty: RandomCallIdGenerator().
   std::function<std::string()> make_call_id;
+  // The turn ends with its first complete tool call (parallel tool calls disabled): the output after
+  // `</tool_call>` is ignored, and done() turns true there. With parse_tool_calls only.
+  bool single_tool_call = false;
 };
 
 // "call_" followed by 24 characters of [A-Za-z0-9], from a generator seeded by std::random_device.
@@ -72,6 +75,9 @@ class OutputParser {
   OutputDelta Finish();
   // Everything emitted so far: the concatenation of the deltas (complete after Finish).
   const ParsedOutput& result() const { return result_; }
+  // With single_tool_call: the turn's one call is complete; what is pushed from now on is ignored, so
+  // generation may stop. Pushing in other pieces, it turns true at the same byte of the output.
+  bool done() const { return tool_calls_ && tool_calls_->done(); }
 
  private:
   void Route(ReasoningDelta reasoning, OutputDelta* out);

@@ -118,6 +118,9 @@ bool ToolCallParser::Step(bool at_end) {
     case State::kXmlParamName: return StepXmlParamName();
     case State::kXmlValue: return StepXmlValue(at_end);
     case State::kXmlAfterFunction: return StepXmlAfterFunction(at_end);
+    case State::kDone:
+      pos_ = buf_.size();  // after the turn's one call: ignored
+      return true;
   }
   return false;
 }
@@ -339,6 +342,7 @@ bool ToolCallParser::StepXmlAfterFunction(bool at_end) {
 void ToolCallParser::FinishStream() {
   switch (state_) {
     case State::kText:
+    case State::kDone:
       break;
     case State::kJson:
     case State::kXmlName:
@@ -414,7 +418,7 @@ void ToolCallParser::FinishParameter() {
 void ToolCallParser::CloseArguments() { EmitArguments(arguments_open_ ? "}" : "{}"); }
 
 void ToolCallParser::EndCall() {
-  state_ = State::kText;
+  state_ = options_.single_call ? State::kDone : State::kText;
   trimmer_.StartSegment();
   fence_.StartLine();
 }

@@ -14,6 +14,7 @@
 //   converted by the type the tool's schema declares). A call cut off by the end of the stream is
 //   closed with what arrived.
 // - Content newlines follow NewlineTrimmer; each tool call ends a segment.
+// - With single_call the stream ends with the first complete call: everything after it is ignored.
 //
 // Text is pushed in any pieces; the output does not depend on how the text was split. Not thread-safe.
 #pragma once
@@ -42,6 +43,9 @@ struct ToolCallDelta {
 struct ToolCallParserOptions {
   nlohmann::ordered_json tools;               // the request's `tools` (OpenAI shape), may be null
   std::function<std::string()> make_call_id;  // required
+  // The turn allows one call (parallel tool calls disabled): once the first call is complete, the rest
+  // of the stream is ignored (no content, no calls) and done() is true.
+  bool single_call = false;
 };
 
 struct ToolCallParserDelta {
@@ -56,9 +60,11 @@ class ToolCallParser {
   ToolCallParserDelta Push(std::string_view text);
   // End of the stream: unfinished JSON calls become content, an open XML call is closed.
   ToolCallParserDelta Finish();
+  // With single_call: the first call is complete and the rest of the stream is ignored.
+  bool done() const { return state_ == State::kDone; }
 
  private:
-  enum class State { kText, kJson, kXmlName, kXmlBetween, kXmlParamName, kXmlValue, kXmlAfterFunction };
+  enum class State { kText, kJson, kXmlName, kXmlBetween, kXmlParamName, kXmlValue, kXmlAfterFunction, kDone };
   static constexpr size_t kNone = std::string::npos;
 
   void Run(bool at_end);

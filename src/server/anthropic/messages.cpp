@@ -96,23 +96,17 @@ void HandleMessages(ModelService& service, const httplib::Request& req, httplib:
   int64_t input_tokens = static_cast<int64_t>(prompt.ids.size());
 
   if (!m.stream) {
-    SendChunked(res, "application/json", [run, head](httplib::DataSink& sink) {
-      Json body;
-      try {
-        RunResult r = run->Pump(RunCallbacks{nullptr, [&sink] { return sink.is_writable(); }});
-        if (r.finish_reason == FinishReason::kCancelled) return false;
-        StopInfo stop = StopOf(r);
-        body = head;
-        body["content"] = Content(r);
-        body["stop_reason"] = stop.reason;
-        body["stop_sequence"] = stop.sequence;
-        body["usage"] = {{"input_tokens", r.prompt_tokens}, {"output_tokens", r.completion_tokens}};
-      } catch (const ApiError& e) {
-        body = AnthropicErrorBody(e);
-      }
-      std::string text = DumpJson(body);
-      return sink.write(text.data(), text.size());
-    });
+    // Run to the end before answering, so that a failure gets its own status (Guard).
+    ConnectionWatch client(req);
+    RunResult r = run->Pump(RunCallbacks{nullptr, [&client] { return client.alive(); }});
+    if (r.finish_reason == FinishReason::kCancelled) return SendClientGone(res);
+    StopInfo stop = StopOf(r);
+    Json out = head;
+    out["content"] = Content(r);
+    out["stop_reason"] = stop.reason;
+    out["stop_sequence"] = stop.sequence;
+    out["usage"] = {{"input_tokens", r.prompt_tokens}, {"output_tokens", r.completion_tokens}};
+    SendJson(res, 200, out);
     return;
   }
   SendChunked(res, "text/event-stream", [run, head, input_tokens](httplib::DataSink& sink) {

@@ -108,6 +108,7 @@ void ParseTools(const JsonReader& body, ChatInput& input) {
     BadRequest("tool_choice.type", "tool_choice.type: expected auto, any, tool or none, got '" + type + "'");
   }
   ParseToolChoice(openai_choice, input);
+  if (auto disable = c.Bool("disable_parallel_tool_use")) input.parallel_tool_calls = !*disable;
 }
 
 }  // namespace

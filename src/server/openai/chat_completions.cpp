@@ -88,23 +88,17 @@ void HandleChatCompletions(ModelService& service, const httplib::Request& req, h
   const Tokenizer* tok = &service.tokenizer();
 
   if (!c.stream) {
-    SendChunked(res, "application/json", [run, head, want_logprobs, want_ids, tok](httplib::DataSink& sink) {
-      Json body;
-      try {
-        RunResult r = run->Pump(RunCallbacks{nullptr, [&sink] { return sink.is_writable(); }});
-        if (r.finish_reason == FinishReason::kCancelled) return false;
-        Json choice = {{"index", 0}, {"message", Message(r)}, {"logprobs", nullptr}, {"finish_reason", FinishReasonOf(r)}};
-        if (want_logprobs) choice["logprobs"] = {{"content", LogprobsContent(*tok, r.tokens)}};
-        if (want_ids) choice["token_ids"] = TokenIds(r.tokens);
-        body = head;
-        body["choices"] = Json::array({choice});
-        body["usage"] = OpenAiUsage(r);
-      } catch (const ApiError& e) {
-        body = OpenAiErrorBody(e);
-      }
-      std::string text = DumpJson(body);
-      return sink.write(text.data(), text.size());
-    });
+    // Run to the end before answering, so that a failure gets its own status (Guard).
+    ConnectionWatch client(req);
+    RunResult r = run->Pump(RunCallbacks{nullptr, [&client] { return client.alive(); }});
+    if (r.finish_reason == FinishReason::kCancelled) return SendClientGone(res);
+    Json choice = {{"index", 0}, {"message", Message(r)}, {"logprobs", nullptr}, {"finish_reason", FinishReasonOf(r)}};
+    if (want_logprobs) choice["logprobs"] = {{"content", LogprobsContent(*tok, r.tokens)}};
+    if (want_ids) choice["token_ids"] = TokenIds(r.tokens);
+    Json body = head;
+    body["choices"] = Json::array({choice});
+    body["usage"] = OpenAiUsage(r);
+    SendJson(res, 200, body);
     return;
   }
 

@@ -1,5 +1,6 @@
 #include "server/openai/chat_request.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 #include <fmt/format.h>
@@ -143,6 +144,11 @@ void ParseOpenAiTools(const JsonReader& body, ChatInput& input) {
     if (!out.empty()) input.tools = std::move(out);
   }
   ParseToolChoice(body.Get("tool_choice"), input);
+  ParseParallelToolCalls(body, input);
+}
+
+void ParseParallelToolCalls(const JsonReader& body, ChatInput& input) {
+  if (auto parallel = body.Bool("parallel_tool_calls")) input.parallel_tool_calls = *parallel;
 }
 
 void ParseOpenAiSampling(const JsonReader& body, const ModelService& service, GenerationRequest& request,
@@ -159,13 +165,14 @@ void ParseOpenAiSampling(const JsonReader& body, const ModelService& service, Ge
   if (auto n = body.Integer("n", 1, 128); n && *n != 1) BadRequest("n", "n: only 1 choice per request is supported");
   request.stop = body.StringOrStrings("stop", 16);
   if (const Json* bias = body.Object("logit_bias")) {
+    // Ids the tokenizer has (the model's vocabulary may be padded past them: such ids have no text).
+    const int64_t n_ids = std::min<int64_t>(service.config().vocab_size, service.tokenizer().vocab_size());
     for (auto& [key, value] : bias->items()) {
       std::string p = "logit_bias." + key;
       char* end = nullptr;
       long id = std::strtol(key.c_str(), &end, 10);
-      if (key.empty() || *end != '\0' || id < 0 || id >= service.config().vocab_size)
-        BadRequest(p, fmt::format("{}: '{}' is not a token id of this model (0..{})", p, key,
-                                  service.config().vocab_size - 1));
+      if (key.empty() || *end != '\0' || id < 0 || id >= n_ids)
+        BadRequest(p, fmt::format("{}: '{}' is not a token id of this model (0..{})", p, key, n_ids - 1));
       if (!value.is_number() || value.get<double>() < -100 || value.get<double>() > 100)
         BadRequest(p, p + ": expected a number in [-100, 100]");
       s.logit_bias.emplace_back(static_cast<int32_t>(id), value.get<float>());

@@ -19,10 +19,13 @@ void CheckModel(const ModelService& service, const JsonReader& body);
 // are JSON objects.
 Json NormalizeOpenAiMessages(const Json& messages, const std::string& param);
 
-// tools (chat shape: {type: function, function: {...}}) and tool_choice; a named tool must exist.
+// tools (chat shape: {type: function, function: {...}}), tool_choice (a named tool must exist) and
+// parallel_tool_calls.
 void ParseOpenAiTools(const JsonReader& body, ChatInput& input);
 // tool_choice alone, against tools already in `input`.
 void ParseToolChoice(const Json& choice, ChatInput& input);
+// parallel_tool_calls (a boolean; default true): false ends the turn with its first tool call.
+void ParseParallelToolCalls(const JsonReader& body, ChatInput& input);
 
 // Sampling and length parameters shared by chat/completions, completions and responses:
 // temperature, top_p, top_k, min_p, presence/frequency/repetition penalties, seed, stop, logit_bias,

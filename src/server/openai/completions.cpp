@@ -30,10 +30,10 @@ std::vector<int32_t> PromptIds(const ModelService& service, const Json& prompt) 
 Json LegacyLogprobs(const Tokenizer& tok, const std::vector<TokenOutput>& tokens, size_t offset) {
   Json t = Json::array(), lp = Json::array(), top = Json::array(), off = Json::array();
   for (const auto& o : tokens) {
-    t.push_back(std::string(tok.TokenBytes(o.token)));
+    t.push_back(std::string(TokenBytesOrNothing(tok, o.token)));
     lp.push_back(o.logprob);
     Json alts = Json::object();
-    for (const auto& a : o.top_logprobs) alts[std::string(tok.TokenBytes(a.token))] = a.logprob;
+    for (const auto& a : o.top_logprobs) alts[std::string(TokenBytesOrNothing(tok, a.token))] = a.logprob;
     top.push_back(alts);
     off.push_back(offset);
     offset += o.text.size();
@@ -78,22 +78,16 @@ void HandleCompletions(ModelService& service, const httplib::Request& req, httpl
                {"model", service.model_id()}};
   const Tokenizer* tok = &service.tokenizer();
   if (!stream) {
-    SendChunked(res, "application/json", [run, head, want_logprobs, tok](httplib::DataSink& sink) {
-      Json out;
-      try {
-        RunResult r = run->Pump(RunCallbacks{nullptr, [&sink] { return sink.is_writable(); }});
-        if (r.finish_reason == FinishReason::kCancelled) return false;
-        Json choice = {{"text", r.output.content}, {"index", 0}, {"logprobs", nullptr}, {"finish_reason", Finish(r)}};
-        if (want_logprobs) choice["logprobs"] = LegacyLogprobs(*tok, r.tokens, 0);
-        out = head;
-        out["choices"] = Json::array({choice});
-        out["usage"] = OpenAiUsage(r);
-      } catch (const ApiError& e) {
-        out = OpenAiErrorBody(e);
-      }
-      std::string text = DumpJson(out);
-      return sink.write(text.data(), text.size());
-    });
+    // Run to the end before answering, so that a failure gets its own status (Guard).
+    ConnectionWatch client(req);
+    RunResult r = run->Pump(RunCallbacks{nullptr, [&client] { return client.alive(); }});
+    if (r.finish_reason == FinishReason::kCancelled) return SendClientGone(res);
+    Json choice = {{"text", r.output.content}, {"index", 0}, {"logprobs", nullptr}, {"finish_reason", Finish(r)}};
+    if (want_logprobs) choice["logprobs"] = LegacyLogprobs(*tok, r.tokens, 0);
+    Json out = head;
+    out["choices"] = Json::array({choice});
+    out["usage"] = OpenAiUsage(r);
+    SendJson(res, 200, out);
     return;
   }
   SendChunked(res, "text/event-stream", [run, head, include_usage, want_logprobs, tok](httplib::DataSink& sink) {

@@ -6,13 +6,17 @@ namespace {
 // A token that is part of a character is not valid UTF-8 on its own: the JSON writer replaces such
 // bytes in `token`, and `bytes` carries them exactly.
 Json TokenEntry(const Tokenizer& tokenizer, int32_t id, float logprob) {
-  std::string_view bytes = tokenizer.TokenBytes(id);
+  std::string_view bytes = TokenBytesOrNothing(tokenizer, id);
   Json b = Json::array();
   for (unsigned char c : bytes) b.push_back(static_cast<int>(c));
   return {{"token", std::string(bytes)}, {"logprob", logprob}, {"bytes", b}};
 }
 
 }  // namespace
+
+std::string_view TokenBytesOrNothing(const Tokenizer& tokenizer, int32_t id) {
+  return id >= 0 && id < tokenizer.vocab_size() ? tokenizer.TokenBytes(id) : std::string_view();
+}
 
 Json LogprobsContent(const Tokenizer& tokenizer, const std::vector<TokenOutput>& tokens) {
   Json out = Json::array();

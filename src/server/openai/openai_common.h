@@ -11,6 +11,10 @@
 
 namespace infernix {
 
+// A token's bytes; nothing for an id past the tokenizer's vocabulary (the model's may be padded past
+// it, and such ids come up among the top_logprobs alternatives).
+std::string_view TokenBytesOrNothing(const Tokenizer& tokenizer, int32_t id);
+
 // logprobs.content entries: {token, logprob, bytes, top_logprobs: [{token, logprob, bytes}]}.
 Json LogprobsContent(const Tokenizer& tokenizer, const std::vector<TokenOutput>& tokens);
 

@@ -105,6 +105,7 @@ ResponsesRequest ParseResponses(ModelService& service, const Json& body_json) {
     if (!out.empty()) r.input.tools = out;
   }
   ParseToolChoice(body.Get("tool_choice"), r.input);
+  ParseParallelToolCalls(body, r.input);
   ParseTemplateVariables(body, r.input);
   r.generation = DefaultGenerationRequest(service);
   ParseOpenAiSampling(body, service, r.generation, {"max_output_tokens"});
@@ -114,6 +115,7 @@ ResponsesRequest ParseResponses(ModelService& service, const Json& body_json) {
             {"instructions", body.Get("instructions")},
             {"tools", body.Has("tools") ? body.Get("tools") : Json::array()},
             {"tool_choice", body.Has("tool_choice") ? body.Get("tool_choice") : Json("auto")},
+            {"parallel_tool_calls", r.input.parallel_tool_calls},
             {"temperature", body.Has("temperature") ? body.Get("temperature") : Json(1.0)},
             {"top_p", body.Has("top_p") ? body.Get("top_p") : Json(1.0)},
             {"max_output_tokens", body.Get("max_output_tokens")},
@@ -250,29 +252,33 @@ void HandleResponses(ModelService& service, const httplib::Request& req, httplib
   std::string id = RandomId("resp_");
   std::string model = service.model_id();
   Json echo = r.echo;
-  bool stream = r.stream;
-  SendChunked(res, stream ? "text/event-stream" : "application/json", [run, id, model, echo, stream](httplib::DataSink& sink) {
+  if (!r.stream) {
+    // Run to the end before answering, so that a failure gets its own status (Guard).
+    ResponseBuilder b(id, model, echo, nullptr);
+    ConnectionWatch client(req);
+    RunResult result = run->Pump(RunCallbacks{[&](const OutputDelta& d, const std::vector<TokenOutput>&) { b.Feed(d); },
+                                              [&client] { return client.alive(); }});
+    if (result.finish_reason == FinishReason::kCancelled) return SendClientGone(res);
+    b.Close();
+    SendJson(res, 200, b.Object(ResponseBuilder::Incomplete(result) ? "incomplete" : "completed", &result));
+    return;
+  }
+  SendChunked(res, "text/event-stream", [run, id, model, echo](httplib::DataSink& sink) {
     SseWriter sse(sink);
-    ResponseBuilder b(id, model, echo, stream ? &sse : nullptr);
+    ResponseBuilder b(id, model, echo, &sse);
     b.Start();
     try {
       RunResult result = run->Pump(RunCallbacks{[&](const OutputDelta& d, const std::vector<TokenOutput>&) { b.Feed(d); },
-                                                [&] { return stream ? sse.alive() : sink.is_writable(); }});
+                                                [&] { return sse.alive(); }});
       if (result.finish_reason == FinishReason::kCancelled) return false;
       b.Close();
       bool incomplete = ResponseBuilder::Incomplete(result);
-      Json object = b.Object(incomplete ? "incomplete" : "completed", &result);
-      if (stream) {
-        b.Emit(incomplete ? "response.incomplete" : "response.completed", {{"response", object}});
-        return sse.alive();
-      }
-      return sse.Raw(DumpJson(object));
+      b.Emit(incomplete ? "response.incomplete" : "response.completed",
+             {{"response", b.Object(incomplete ? "incomplete" : "completed", &result)}});
+      return sse.alive();
     } catch (const ApiError& e) {
-      if (stream) {
-        b.Emit("error", {{"code", nullptr}, {"message", e.what()}, {"param", nullptr}});
-        return sse.alive();
-      }
-      return sse.Raw(DumpJson(OpenAiErrorBody(e)));
+      b.Emit("error", {{"code", nullptr}, {"message", e.what()}, {"param", nullptr}});
+      return sse.alive();
     }
   });
 }
