@@ -17,7 +17,7 @@ using cuda_test::Rand;
 using cuda_test::Rig;
 
 // ids: [n, top_k] expert per pair (distinct per token, as routing gives).
-void CheckGrouped(int64_t n, int64_t hidden, int64_t inter, int64_t experts, int64_t top_k,
+void CheckExperts(int64_t n, int64_t hidden, int64_t inter, int64_t experts, int64_t top_k,
                   const std::vector<int32_t>& ids, uint64_t seed, DType type = DType::kBF16) {
   Rig rig;
   ExpertWeights cpu_w, gpu_w;
@@ -47,7 +47,7 @@ void CheckGrouped(int64_t n, int64_t hidden, int64_t inter, int64_t experts, int
   rig.cpu.MoeExperts(x.cpu, w.cpu, id.cpu, cpu_w, out.cpu);
   rig.gpu.MoeExperts(x.gpu, w.gpu, id.gpu, gpu_w, out.gpu);
   const std::string what =
-      fmt::format("grouped {} MoeExperts n={} H={} I={} E={} k={}", DTypeName(type), n, hidden, inter, experts, top_k);
+      fmt::format("{} MoeExperts n={} H={} I={} E={} k={}", DTypeName(type), n, hidden, inter, experts, top_k);
   // Same weights (block types: decoded to f32 on the CPU, to bf16 on the GPU); f32 sums in another
   // order, bf16 roundings of act and of each expert's output.
   ExpectClose(rig.Gpu(out.gpu), Rig::Cpu(out.cpu), 5e-3, 1.5e-2, what);
@@ -79,11 +79,11 @@ std::vector<int32_t> SkewedIds(int64_t n, int64_t experts, int64_t top_k, uint64
 TEST(CudaMoe, GroupedExpertsMatchTheOracle) {
   INFX_REQUIRE_GPU();
   // Qwen3-30B-A3B's expert shape (hidden 2048, intermediate 768), fewer experts.
-  CheckGrouped(300, 2048, 768, 24, 8, SkewedIds(300, 24, 8, 1), 3000);
+  CheckExperts(300, 2048, 768, 24, 8, SkewedIds(300, 24, 8, 1), 3000);
   // Sizes that are not multiples of the column tiles (64 for gate/up, 128 for down).
-  CheckGrouped(70, 160, 96, 12, 4, SkewedIds(70, 12, 4, 2), 3100);
+  CheckExperts(70, 160, 96, 12, 4, SkewedIds(70, 12, 4, 2), 3100);
   // The smallest batch that takes the grouped path; top-10 of 32 (Qwen3-Next's top_k).
-  CheckGrouped(16, 1024, 512, 32, 10, SkewedIds(16, 32, 10, 3), 3200);
+  CheckExperts(16, 1024, 512, 32, 10, SkewedIds(16, 32, 10, 3), 3200);
   // Every token's first pair on expert 5: one group of 200 rows (4 tiles, the last partial).
   std::vector<int32_t> ids;
   for (int32_t t = 0; t < 200; ++t) {
@@ -91,7 +91,7 @@ TEST(CudaMoe, GroupedExpertsMatchTheOracle) {
     ids.push_back(5);
     ids.push_back(other >= 5 ? other + 1 : other);
   }
-  CheckGrouped(200, 512, 256, 16, 2, ids, 3300);
+  CheckExperts(200, 512, 256, 16, 2, ids, 3300);
 }
 
 // Block-quantized experts, decoded a sub-block at a time into the GEMMs' bf16 tiles. Q6_K with an
@@ -102,15 +102,15 @@ TEST(CudaMoe, GroupedQuantizedExpertsMatchTheOracle) {
   uint64_t seed = 4000;
   for (DType type : {DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ8_0, DType::kQ2_K, DType::kQ3_K,
                      DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kIQ4_NL, DType::kIQ4_XS, DType::kF8E4M3B128}) {
-    CheckGrouped(40, 1024, 768, 8, 4, SkewedIds(40, 8, 4, 5), seed, type);
+    CheckExperts(40, 1024, 768, 8, 4, SkewedIds(40, 8, 4, 5), seed, type);
     seed += 100;
   }
 }
 
 TEST(CudaMoe, FewTokenBf16ExpertsMatchTheOracle) {
   INFX_REQUIRE_GPU();
-  for (int64_t n : {1, 2, 5, 12}) CheckGrouped(n, 2048, 768, 16, 8, SkewedIds(n, 16, 8, 6 + n), 5000 + 100 * n);
-  CheckGrouped(2, 1024, 512, 32, 10, SkewedIds(2, 32, 10, 7), 5900);
+  for (int64_t n : {1, 2, 5, 12}) CheckExperts(n, 2048, 768, 16, 8, SkewedIds(n, 16, 8, 6 + n), 5000 + 100 * n);
+  CheckExperts(2, 1024, 512, 32, 10, SkewedIds(2, 32, 10, 7), 5900);
 }
 
 }  // namespace
