@@ -12,6 +12,7 @@ namespace infernix {
 namespace {
 
 using cuda_test::ExpectClose;
+using cuda_test::LinearSpec;
 using cuda_test::MakeLayout;
 using cuda_test::Pair;
 using cuda_test::Rand;
@@ -23,20 +24,6 @@ const std::vector<std::vector<std::array<int64_t, 3>>> kSteps = {
     {{1, 2, 0}, {0, 1, 11}, {2, 7, 0}},   // shorter than the conv window, decode, fresh
     {{1, 3, 2}, {2, 1, 7}},               // continuations
 };
-
-StateSpec LinearSpec(int channels, int kernel, int nk, int nv, int dk, int dv) {
-  StateSpec s;
-  s.max_slots = 3;
-  s.max_context = 64;
-  s.n_linear_layers = 2;
-  s.conv_channels = channels;
-  s.conv_kernel = kernel;
-  s.n_k_heads = nk;
-  s.n_v_heads = nv;
-  s.k_head_dim = dk;
-  s.v_head_dim = dv;
-  return s;
-}
 
 TEST(CudaGdn, CausalConv1dCarriesItsWindow) {
   INFX_REQUIRE_GPU();

@@ -18,6 +18,7 @@ namespace infernix {
 namespace {
 
 using cuda_test::ExpectClose;
+using cuda_test::LinearSpec;
 using cuda_test::MakeLayout;
 using cuda_test::Rand;
 using cuda_test::Rig;
@@ -38,20 +39,6 @@ struct GdnDims {
 std::string Name(const GdnDims& d) {
   return fmt::format("nk={} nv={} dk={} dv={} {}", d.nk, d.nv, d.dk, d.dv,
                      d.mapping == GdnHeadMapping::kTiled ? "tiled" : "grouped");
-}
-
-StateSpec Spec(int channels, int kernel, int nk, int nv, int dk, int dv, int slots) {
-  StateSpec s;
-  s.max_slots = slots;
-  s.max_context = 1 << 14;
-  s.n_linear_layers = 2;
-  s.conv_channels = channels;
-  s.conv_kernel = kernel;
-  s.n_k_heads = nk;
-  s.n_v_heads = nv;
-  s.k_head_dim = dk;
-  s.v_head_dim = dv;
-  return s;
 }
 
 // A batch: (slot, n_tokens) per sequence; positions continue each slot's length.
@@ -156,7 +143,7 @@ struct Gates {
 // and states after each.
 void RunDeltaRule(const GdnDims& d, const std::vector<Batch>& batches, Gates gates, uint64_t seed, int slots) {
   Rig rig;
-  StateSpec spec = Spec(2 * d.nk * d.dk + d.nv * d.dv, 4, d.nk, d.nv, d.dk, d.dv, slots);
+  StateSpec spec = LinearSpec(2 * d.nk * d.dk + d.nv * d.dv, 4, d.nk, d.nv, d.dk, d.dv, slots, 1 << 14);
   auto cs = rig.cpu.CreateState(spec);
   auto gs = rig.gpu.CreateState(spec);
   std::map<int, int64_t> lengths;
@@ -243,7 +230,7 @@ TEST(CudaGdnPrefill, ChunkedEqualsRecurrentOnTheGpu) {
   INFX_REQUIRE_GPU();
   const GdnDims d{16, 32, 128, 128, GdnHeadMapping::kGrouped};
   Rig rig;
-  StateSpec spec = Spec(2 * d.nk * d.dk + d.nv * d.dv, 4, d.nk, d.nv, d.dk, d.dv, 2);
+  StateSpec spec = LinearSpec(2 * d.nk * d.dk + d.nv * d.dv, 4, d.nk, d.nv, d.dk, d.dv, 2, 1 << 14);
   auto chunked = rig.gpu.CreateState(spec);
   auto recurrent = rig.gpu.CreateState(spec);
   const int64_t n = 300, piece = cuda::kGdnChunkedMinTokens - 1;
@@ -291,7 +278,7 @@ TEST(CudaGdnPrefill, ChunkedEqualsRecurrentOnTheGpu) {
 void RunConv(int kernel, uint64_t seed) {
   Rig rig;
   const int channels = 2 * 16 * 128 + 32 * 128;  // Qwen3-Next: 2 * key_dim + value_dim
-  StateSpec spec = Spec(channels, kernel, 16, 32, 128, 128, 3);
+  StateSpec spec = LinearSpec(channels, kernel, 16, 32, 128, 128, 3, 1 << 14);
   auto cs = rig.cpu.CreateState(spec);
   auto gs = rig.gpu.CreateState(spec);
   auto w =

@@ -164,4 +164,20 @@ inline BatchLayout MakeLayout(const std::vector<std::array<int64_t, 3>>& seqs) {
   return l;
 }
 
+// State of two DeltaNet layers: conv window [kernel - 1, channels], recurrent state [nv, dk, dv].
+inline StateSpec LinearSpec(int channels, int kernel, int nk, int nv, int dk, int dv, int slots = 3,
+                            int max_context = 64) {
+  StateSpec s;
+  s.max_slots = slots;
+  s.max_context = max_context;
+  s.n_linear_layers = 2;
+  s.conv_channels = channels;
+  s.conv_kernel = kernel;
+  s.n_k_heads = nk;
+  s.n_v_heads = nv;
+  s.k_head_dim = dk;
+  s.v_head_dim = dv;
+  return s;
+}
+
 }  // namespace infernix::cuda_test
