@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <exception>
 #include <optional>
+#include <string>
 
 #include "base/error.h"
 #include "engine/output_constraint.h"
@@ -14,10 +16,11 @@ namespace infernix {
 using Clock = std::chrono::steady_clock;
 
 struct Engine::Active {
+  // vocab: the model's (the logits' length); ids at or past the tokenizer's are padding, never sampled.
   Active(uint64_t id, GenerationRequest r, const Tokenizer& tok, int64_t vocab)
       : request(std::move(r)),
         handle(std::make_shared<RequestHandle>(id)),
-        sampler(request.sampling, vocab, request.prompt),
+        sampler(request.sampling, vocab, request.prompt, std::min<int64_t>(vocab, tok.vocab_size())),
         decoder(tok, request.skip_special_tokens),
         stop(request.stop),
         submitted(Clock::now()) {
@@ -128,6 +131,16 @@ void Engine::Loop() {
 }
 
 void Engine::Finish(Active& a, FinishReason reason, std::string matched, bool by_string, std::string error) {
+  scheduler_.Remove(a.handle->id());
+  {
+    // The counters first: a client that has seen its request end must find it counted (/metrics).
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++stats_.requests_finished;
+    if (reason == FinishReason::kCancelled) ++stats_.requests_cancelled;
+    if (reason == FinishReason::kError) ++stats_.requests_failed;
+    stats_.waiting = scheduler_.waiting();
+    stats_.running = scheduler_.running();
+  }
   RequestUpdate u;
   u.finish_reason = reason;
   u.matched_stop = std::move(matched);
@@ -136,11 +149,6 @@ void Engine::Finish(Active& a, FinishReason reason, std::string matched, bool by
   u.prompt_tokens = static_cast<int64_t>(a.request.prompt.size());
   u.completion_tokens = a.generated;
   a.handle->Finish(std::move(u));
-  scheduler_.Remove(a.handle->id());
-  std::lock_guard<std::mutex> lock(mutex_);
-  ++stats_.requests_finished;
-  if (reason == FinishReason::kCancelled) ++stats_.requests_cancelled;
-  if (reason == FinishReason::kError) ++stats_.requests_failed;
 }
 
 namespace {
@@ -198,11 +206,28 @@ void Engine::HandleToken(Active& a, const SampleResult& sample) {
   a.handle->Publish(std::move(out));
 }
 
+void Engine::NextToken(Active& a, std::span<float> logits) {
+  OutputConstraint::Next next;
+  if (a.constraint) {
+    next = a.constraint->NextMask();
+    if (next.exhausted) {  // the grammar is complete and allows nothing more (not even a stop token)
+      std::string text = FlushText(a.decoder, a.stop).emit;
+      if (!text.empty()) a.handle->Publish(TokenOutput{a.last_token, text, 0, {}});
+      Finish(a, FinishReason::kStop, "", false, "");
+      return;
+    }
+  }
+  SampleResult sample = a.sampler.Sample(logits, next.mask);  // the mask applies after penalties and logit_bias
+  if (a.constraint) a.constraint->Accept(sample.token);
+  HandleToken(a, sample);
+}
+
 void Engine::Step() {
-  // Requests whose client went away leave before the step, freeing their slots.
+  // Requests whose client went away leave before the step, freeing their slots; so do those whose
+  // output the API layer found complete (RequestHandle::SetOutputEnd), which end normally.
   for (auto it = active_.begin(); it != active_.end();) {
-    if (it->second->handle->cancelled()) {
-      Finish(*it->second, FinishReason::kCancelled, "", false, "");
+    if (const RequestHandle& h = *it->second->handle; h.cancelled()) {
+      Finish(*it->second, h.output_ended() ? FinishReason::kStop : FinishReason::kCancelled, "", false, "");
       it = active_.erase(it);
     } else {
       ++it;
@@ -249,20 +274,14 @@ void Engine::Step() {
     if (!s.wants_logits) continue;
     Active& a = *active_.at(s.request_id);
     std::span<float> l(logits.data() + static_cast<int64_t>(row++) * vocab, static_cast<size_t>(vocab));
-    OutputConstraint::Next next;
-    if (a.constraint) {
-      next = a.constraint->NextMask();
-      if (next.exhausted) {  // the grammar is complete and allows nothing more (not even a stop token)
-        std::string text = FlushText(a.decoder, a.stop).emit;
-        if (!text.empty()) a.handle->Publish(TokenOutput{a.last_token, text, 0, {}});
-        Finish(a, FinishReason::kStop, "", false, "");
-        active_.erase(s.request_id);
-        continue;
-      }
+    try {
+      NextToken(a, l);
+    } catch (const std::exception& e) {
+      // This request's own processing failed (sampler, grammar, decoder, stop strings, the API layer's
+      // hooks): it alone ends, with the error; the others go on.
+      if (scheduler_.Contains(s.request_id))
+        Finish(a, FinishReason::kError, "", false, std::string("processing the model's output failed: ") + e.what());
     }
-    SampleResult sample = a.sampler.Sample(l, next.mask);  // the mask applies after penalties and logit_bias
-    if (a.constraint) a.constraint->Accept(sample.token);
-    HandleToken(a, sample);
     if (!scheduler_.Contains(s.request_id)) active_.erase(s.request_id);
   }
   std::lock_guard<std::mutex> lock(mutex_);

@@ -2,7 +2,11 @@
 // submitted from any thread; each step the engine batches the decode tokens of all running requests
 // with chunks of waiting prompts (scheduler.h), runs one forward pass, samples, detokenizes, applies
 // stop strings and publishes the new text to each request's handle. Requests join and leave between
-// steps; a cancelled request frees its slot at the next step.
+// steps; a cancelled request frees its slot at the next step. Ids past the tokenizer's vocabulary (the
+// model's may be padded past it) are never sampled. A failed forward pass fails the requests of its
+// batch; an exception in one request's own processing (sampler, grammar, decoder, stop strings, the
+// handle's hooks) fails that request alone: both end with FinishReason::kError, and the engine goes
+// on. Stats() counts a request before its final update is published.
 #pragma once
 
 #include <condition_variable>
@@ -10,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <thread>
 
 #include "engine/request.h"
@@ -64,6 +69,10 @@ class Engine {
   void Loop();
   void Step();
   void Finish(Active& a, FinishReason reason, std::string matched, bool by_string, std::string error);
+  // Samples, detokenizes and publishes a's next token from its logits row [vocab], or ends a (its
+  // grammar allows nothing more, a stop condition, max tokens). Throws what the sampler, grammar,
+  // decoder, stop matcher or the handle's hooks throw; Step fails that request alone.
+  void NextToken(Active& a, std::span<float> logits);
   void HandleToken(Active& a, const SampleResult& sample);
 
   Model& model_;

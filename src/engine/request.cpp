@@ -34,6 +34,11 @@ bool RequestHandle::cancelled() const {
   return cancelled_;
 }
 
+bool RequestHandle::output_ended() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return output_ended_;
+}
+
 void RequestHandle::SetOutputEnd(std::shared_ptr<OutputEnd> end) {
   {
     std::lock_guard<std::mutex> lock(mutex_);

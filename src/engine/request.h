@@ -98,6 +98,9 @@ class RequestHandle {
   // generated (the engine drops the request at its next step, as for Cancel, so no token is wasted)
   // nor delivered, and the final update reports FinishReason::kStop with the engine's token count.
   void SetOutputEnd(std::shared_ptr<OutputEnd> end);
+  // Whether the OutputEnd found the output complete: cancelled() is then true too, but the request
+  // ends normally (the engine counts it as finished, not cancelled).
+  bool output_ended() const;
 
   // Engine side.
   void Publish(TokenOutput token);

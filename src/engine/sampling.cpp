@@ -434,9 +434,12 @@ void SamplingParams::Validate(int64_t vocab_size) const {
 
 // ---- Sampler ----
 
-Sampler::Sampler(SamplingParams params, int64_t vocab_size, std::span<const int32_t> prompt_tokens)
-    : params_(std::move(params)), vocab_(vocab_size) {
+Sampler::Sampler(SamplingParams params, int64_t vocab_size, std::span<const int32_t> prompt_tokens,
+                 int64_t sampleable_size)
+    : params_(std::move(params)), vocab_(vocab_size), sampleable_(sampleable_size == 0 ? vocab_size : sampleable_size) {
   INFX_CHECK_MSG(vocab_size > 0 && vocab_size <= std::numeric_limits<int32_t>::max(), "vocab_size {}", vocab_size);
+  INFX_CHECK_MSG(sampleable_ > 0 && sampleable_ <= vocab_, "sampleable_size {} for a vocabulary of {}",
+                 sampleable_size, vocab_size);
   params_.Validate(vocab_size);
   greedy_ = params_.temperature < kGreedyTemperature;
   uint64_t seed = 0;
@@ -503,6 +506,7 @@ void Sampler::ApplyProcessing(std::span<float> logits, std::span<const uint32_t>
     for (int64_t id = full_words * 32; id < vocab_; ++id)
       if (!((allowed_mask[id / 32] >> (id % 32)) & 1u)) logits[id] = -kInf;
   }
+  std::fill(logits.begin() + sampleable_, logits.end(), -kInf);  // padding ids: masked like the rest
 }
 
 SampleResult Sampler::Sample(std::span<float> logits, std::span<const uint32_t> allowed_mask) {

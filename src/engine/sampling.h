@@ -7,7 +7,8 @@
 //   2. presence and frequency penalties over the output so far (OpenAI:
 //      logit -= presence * (count > 0) + frequency * count);
 //   3. logit_bias (added);
-//   4. the allowed mask (tokens whose bit is 0 get -inf).
+//   4. the allowed mask (tokens whose bit is 0 get -inf), and padding ids (those at or past the
+//      sampleable size: a model's vocabulary padded past its tokenizer's) get -inf too.
 //   The result is the "processed" distribution: logprobs are its log-softmax at temperature 1.
 //   5. temperature < 1e-5: greedy, the argmax of the processed logits (ties to the lowest id); no
 //      RNG draw and no filters. Otherwise the logits are divided by the temperature and
@@ -92,8 +93,12 @@ struct CandidateSet {
 class Sampler {
  public:
   // Validates params (kInvalidArgument) and the prompt's token ids (kInvalidArgument naming
-  // prompt_tokens). vocab_size must be in [1, 2^31).
-  Sampler(SamplingParams params, int64_t vocab_size, std::span<const int32_t> prompt_tokens);
+  // prompt_tokens). vocab_size (the logits' length) must be in [1, 2^31). Ids in
+  // [sampleable_size, vocab_size) are never sampled nor listed in SampleResult::top, whatever the
+  // mode (the engine passes the tokenizer's vocabulary size: the model's logits may be padded past
+  // it, and such ids have no text); sampleable_size is in [1, vocab_size], 0 meaning vocab_size.
+  Sampler(SamplingParams params, int64_t vocab_size, std::span<const int32_t> prompt_tokens,
+          int64_t sampleable_size = 0);
 
   // logits: [vocab] f32, used as scratch (penalties, bias and the mask are applied in place).
   // allowed_mask: empty, or ceil(vocab / 32) words, bit (id % 32) of word (id / 32) set = token id
@@ -111,6 +116,7 @@ class Sampler {
 
   SamplingParams params_;
   int64_t vocab_;
+  int64_t sampleable_;  // ids [sampleable_, vocab_) are padding
   bool greedy_;
   std::mt19937_64 rng_;
   // Repetition penalty: distinct tokens of the prompt and output, with a membership bitmap.

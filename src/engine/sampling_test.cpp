@@ -437,6 +437,59 @@ TEST(Sampler, AllowedMaskExcludesTokens) {
   }
 }
 
+TEST(Sampler, PaddingIdsAreNeverSampledNorListed) {
+  // A vocabulary of 1000 logits of which the first 900 are sampleable; the padding ids have the largest.
+  constexpr int64_t kVocab = 1000, kSampleable = 900;
+  std::vector<float> logits = RandomLogits(kVocab, 1.0, 5);
+  for (int64_t id = kSampleable; id < kVocab; ++id) logits[id] = 20.0f;
+  const std::vector<float> real(logits.begin(), logits.begin() + kSampleable);
+  const std::vector<double> expected = LogSoftmax(real);  // logprobs are over the sampleable ids alone
+  const std::set<int32_t> allowed_ids = {3, 500, 899, 900, 950, 999};
+  const std::vector<uint32_t> mask = MaskOf(kVocab, allowed_ids);
+  struct Mode {
+    double temperature;
+    int top_k;
+    double top_p, min_p;
+    bool masked;
+  };
+  for (const Mode& m : std::vector<Mode>{{0, 0, 1, 0, false}, {1, 0, 1, 0, false}, {5, 0, 1, 0, false},
+                                         {1, 5, 1, 0, false}, {1, 950, 1, 0, false}, {1, 0, 0.5, 0, false},
+                                         {1, 0, 1, 0.1, false}, {0, 0, 1, 0, true}, {2, 3, 0.9, 0, true}}) {
+    SCOPED_TRACE(::testing::Message() << "temperature " << m.temperature << " top_k " << m.top_k << " top_p "
+                                      << m.top_p << " min_p " << m.min_p << (m.masked ? " masked" : ""));
+    SamplingParams p = Seeded();
+    p.temperature = m.temperature;
+    p.top_k = m.top_k;
+    p.top_p = m.top_p;
+    p.min_p = m.min_p;
+    p.logit_bias = {{950, 100.0f}};
+    p.logprobs = true;
+    p.top_logprobs = 20;
+    Sampler s(p, kVocab, {}, kSampleable);
+    for (int i = 0; i < 200; ++i) {
+      const SampleResult r = SampleOnce(s, logits, m.masked ? mask : std::vector<uint32_t>());
+      ASSERT_LT(r.token, kSampleable);
+      if (m.masked) {
+        EXPECT_TRUE(allowed_ids.count(r.token)) << r.token;
+      }
+      ASSERT_EQ(r.top.size(), m.masked ? 3u : 20u);
+      for (const TokenLogprob& t : r.top) EXPECT_LT(t.token, kSampleable);
+      if (!m.masked) {
+        EXPECT_NEAR(r.logprob, expected[r.token], 1e-4);
+      }
+    }
+  }
+  // Only padding allowed: nothing can be sampled.
+  Sampler s(Seeded(), kVocab, {}, kSampleable);
+  const std::vector<uint32_t> padding_only = MaskOf(kVocab, {900, 999});
+  try {
+    SampleOnce(s, logits, padding_only);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInternal);
+  }
+}
+
 TEST(Sampler, LogprobsMatchLogSoftmaxInDouble) {
   const std::vector<float> logits = RandomLogits(kQwenVocab, 3.0, 17);
   const std::vector<double> expected = LogSoftmax(logits);

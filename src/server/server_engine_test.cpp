@@ -5,7 +5,7 @@
 //   - an exception in a request's own processing on the engine thread (here its trigger gate) fails
 //     that request with an error and leaves the others running;
 //   - a request whose output an OutputEnd found complete (parallel tool calls off) counts as finished,
-//     not cancelled;
+//     not cancelled (directly, and through the server);
 //   - the counters include a request by the time its client sees its end.
 #include <gtest/gtest.h>
 
@@ -171,6 +171,27 @@ TEST_F(EngineTest, AnOutputEndIsAFinishNotACancellation) {
   EXPECT_EQ(after.requests_finished, before.requests_finished + 1);
   EXPECT_EQ(after.requests_cancelled, before.requests_cancelled);
   EXPECT_EQ(after.requests_failed, before.requests_failed);
+}
+
+TEST_F(EngineTest, ParallelToolCallsOffIsCountedAsFinished) {
+  // The same through the server: the turn ends at the first tool call (server_test.cpp has the rest).
+  const EngineStats before = engine().Stats();
+  std::vector<int32_t> script = tokenizer().Encode(
+      "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>\n"
+      "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Tokyo\"}}\n</tool_call>");
+  server_->backend().Script(script);
+  const Json parameters = Json::parse(R"({"type": "object", "properties": {"city": {"type": "string"}}})");
+  Json body = {{"model", server_->service().model_id()},
+               {"messages", {{{"role", "user"}, {"content", "Weather in Paris and Tokyo?"}}}},
+               {"tools", {{{"type", "function"}, {"function", {{"name", "get_weather"}, {"parameters", parameters}}}}}},
+               {"parallel_tool_calls", false}, {"max_tokens", 200}, {"temperature", 0}};
+  testing::Reply r = server_->Post("/v1/chat/completions", body);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.json()["choices"][0]["message"]["tool_calls"].size(), 1u) << r.body;
+  EXPECT_EQ(r.json()["choices"][0]["finish_reason"], "tool_calls");
+  const EngineStats after = engine().Stats();
+  EXPECT_EQ(after.requests_finished, before.requests_finished + 1);
+  EXPECT_EQ(after.requests_cancelled, before.requests_cancelled);
 }
 
 TEST_F(EngineTest, CountersIncludeARequestBeforeItsClientSeesTheEnd) {
