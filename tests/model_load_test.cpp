@@ -8,6 +8,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "base/error.h"
 #include "engine/generator.h"
+#include "loader/model_package.h"
 #include "model/model.h"
 #include "model_check.h"
 #include "test_util.h"
@@ -123,6 +124,42 @@ TEST_F(ModelLoadTest, MissingTensorAndWrongShape) {
 TEST_F(ModelLoadTest, MissingConfigAndMissingFolder) {
   ExpectLoadError(ErrorCode::kNotFound, {"config.json"});
   EXPECT_THROW(DirFileSet("/nonexistent/model/folder"), Error);
+}
+
+TEST_F(ModelLoadTest, TokenizerWithMoreIdsThanTheVocabulary) {
+  // qwen3-e2e's tokenizer with a config whose vocab_size is below the tokenizer's ids.
+  CopyConfig("qwen3-e2e", [](nlohmann::json& c) { c["vocab_size"] = 151000; });
+  for (const char* file : {"tokenizer.json", "tokenizer_config.json"})
+    fs::copy_file(ModelDir("qwen3-e2e") + "/" + file, dir_ / file);
+  const int32_t n_ids = ModelPackage::Open(ModelDir("qwen3-e2e"))->LoadTokenizer()->vocab_size();
+  ASSERT_GT(n_ids, 151000);
+  try {
+    ModelPackage::Open(dir_.string())->LoadTokenizer();
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    const std::string what = e.what();
+    for (const std::string& part : {dir_.string(), std::string("tokenizer.json"), std::to_string(n_ids),
+                                    std::string("config.json vocab_size"), std::string("151000")})
+      EXPECT_NE(what.find(part), std::string::npos) << "missing '" << part << "' in: " << what;
+  }
+  // A vocabulary padded past the tokenizer's ids is fine (as in the real checkpoint).
+  CopyConfig("qwen3-e2e");
+  EXPECT_NO_THROW(ModelPackage::Open(dir_.string())->LoadTokenizer());
+}
+
+TEST_F(ModelLoadTest, EosIdOutsideTheVocabulary) {
+  CopyConfig("qwen3-tiny");  // vocab_size 4096
+  std::ofstream(dir_ / "generation_config.json") << R"({"eos_token_id": [2, 5000]})";
+  try {
+    ModelPackage::Open(dir_.string())->LoadGenerationDefaults();
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    const std::string what = e.what();
+    EXPECT_NE(what.find("generation_config.json"), std::string::npos) << what;
+    EXPECT_NE(what.find("5000 is outside the model's vocabulary [0, 4096)"), std::string::npos) << what;
+  }
 }
 
 TEST(ModelInputs, TokenOutOfRangeAndContextOverflow) {

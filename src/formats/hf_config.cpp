@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
@@ -11,6 +12,9 @@ namespace infernix {
 namespace {
 
 using nlohmann::json;
+
+// Far above any real model (the largest have ~100 layers); per-layer tables are built before weights are read.
+constexpr int64_t kMaxLayers = 4096;
 
 // Typed field access that names the file and field in every error.
 class Fields {
@@ -27,13 +31,17 @@ class Fields {
     ThrowError(ErrorCode::kInvalidFormat, "{}: field '{}{}': expected {}, got {}", path_, prefix_, key, expected, got);
   }
 
-  int64_t Int(const char* key, std::optional<int64_t> fallback = std::nullopt, int64_t min = 1) const {
+  // Sizes and counts end up in int (and loops and allocations), so they stop at INT32_MAX.
+  int64_t Int(const char* key, std::optional<int64_t> fallback = std::nullopt, int64_t min = 1,
+              int64_t max = std::numeric_limits<int32_t>::max()) const {
     if (!Has(key)) {
       if (fallback) return *fallback;
       Fail(key, "an integer");
     }
     const json& v = obj_[key];
-    if (!v.is_number_integer() || v.get<int64_t>() < min) Fail(key, fmt::format("an integer >= {}", min));
+    if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(max)) ||
+        v.get<int64_t>() < min || v.get<int64_t>() > max)
+      Fail(key, fmt::format("an integer in [{}, {}]", min, max));
     return v.get<int64_t>();
   }
   double Number(const char* key, double fallback) const {
@@ -245,7 +253,7 @@ ModelConfig ParseModelConfig(std::string_view json_text, const std::string& path
 
   c.vocab_size = f.Int("vocab_size");
   c.hidden_size = f.Int("hidden_size");
-  c.num_layers = static_cast<int>(f.Int("num_hidden_layers"));
+  c.num_layers = static_cast<int>(f.Int("num_hidden_layers", std::nullopt, 1, kMaxLayers));
   c.num_heads = static_cast<int>(f.Int("num_attention_heads"));
   c.num_kv_heads = static_cast<int>(f.Int("num_key_value_heads", c.num_heads));
   c.head_dim = static_cast<int>(f.Int("head_dim", c.hidden_size / c.num_heads));
@@ -321,10 +329,15 @@ GenerationDefaults LoadGenerationDefaults(const FileSet& files) {
   Fields f(root, path, "");
   if (f.Has("eos_token_id")) {
     const json& e = root["eos_token_id"];
-    if (e.is_number_integer()) {
-      g.eos_token_ids.push_back(e.get<int32_t>());
+    auto id = [&](const json& v) {
+      if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > std::numeric_limits<int32_t>::max())
+        f.Fail("eos_token_id", "a token id or a list of them (integers in [0, 2147483647])");
+      return static_cast<int32_t>(v.get<int64_t>());
+    };
+    if (e.is_array()) {
+      for (const json& v : e) g.eos_token_ids.push_back(id(v));
     } else {
-      for (int64_t v : f.IntList("eos_token_id")) g.eos_token_ids.push_back(static_cast<int32_t>(v));
+      g.eos_token_ids.push_back(id(e));
     }
   }
   g.do_sample = f.Bool("do_sample", false);

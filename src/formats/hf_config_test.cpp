@@ -634,6 +634,17 @@ TEST(HfConfigErrors, WrongFieldType) {
   ExpectParseError(EditedDense({{"rope_scaling", "yarn"}}), ErrorCode::kInvalidFormat, {kPath, "rope_scaling"});
 }
 
+TEST(HfConfigErrors, OutOfRangeSizes) {
+  // Negative, beyond int (truncated by a cast before), beyond int64, and absurd layer counts.
+  ExpectParseError(EditedDense({{"num_hidden_layers", -3}}), ErrorCode::kInvalidFormat, {kPath, "num_hidden_layers"});
+  ExpectParseError(EditedDense({{"num_hidden_layers", 1000000000}}), ErrorCode::kInvalidFormat,
+                   {kPath, "num_hidden_layers", "an integer in [1, 4096]", "1000000000"});
+  ExpectParseError(EditedDense({{"num_attention_heads", int64_t{1} << 32}}), ErrorCode::kInvalidFormat,
+                   {kPath, "num_attention_heads", "2147483647"});
+  ExpectParseError(EditedDense({{"vocab_size", uint64_t{1} << 63}}), ErrorCode::kInvalidFormat, {kPath, "vocab_size"});
+  ExpectParseError(EditedDense({{"hidden_size", 0}}), ErrorCode::kInvalidFormat, {kPath, "hidden_size"});
+}
+
 TEST(HfConfigErrors, LayerTypesOfWrongLength) {
   json j = json::parse(kQwen3Next5);
   j["layer_types"] = {"linear_attention", "full_attention", "linear_attention", "full_attention"};  // 4, not 5
@@ -732,16 +743,21 @@ TEST(HfConfigFiles, GenerationDefaultsAbsentFile) {
 }
 
 TEST(HfConfigFiles, GenerationDefaultsMalformed) {
-  MemoryFileSet files("<mem>");
-  files.AddCopy("generation_config.json", R"({"eos_token_id": [1, "two"]})");
-  try {
-    LoadGenerationDefaults(files);
-    ADD_FAILURE() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::kInvalidFormat);
-    std::string message = e.what();
-    EXPECT_NE(message.find("<mem>/generation_config.json"), std::string::npos) << message;
-    EXPECT_NE(message.find("eos_token_id"), std::string::npos) << message;
+  // Not integers, negative, or past int32 (which a cast used to wrap into range).
+  for (const char* text : {R"({"eos_token_id": [1, "two"]})", R"({"eos_token_id": "two"})", R"({"eos_token_id": -1})",
+                           R"({"eos_token_id": [1, 4294967298]})", R"({"eos_token_id": 18446744073709551615})"}) {
+    SCOPED_TRACE(text);
+    MemoryFileSet files("<mem>");
+    files.AddCopy("generation_config.json", text);
+    try {
+      LoadGenerationDefaults(files);
+      ADD_FAILURE() << "expected an error";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidFormat);
+      std::string message = e.what();
+      EXPECT_NE(message.find("<mem>/generation_config.json"), std::string::npos) << message;
+      EXPECT_NE(message.find("eos_token_id"), std::string::npos) << message;
+    }
   }
 }
 

@@ -108,6 +108,46 @@ std::vector<std::string> UnsignedRange(uint64_t lo, uint64_t hi) {
   return alts;
 }
 
+// A JSON pointer short enough for an error message.
+std::string ShortPointer(const std::string& ptr) {
+  if (ptr.empty()) return "(root)";
+  return ptr.size() <= 120 ? ptr : ptr.substr(0, 120) + "...";
+}
+
+// The walk behind CheckSchemaLimits: `schema` at `ptr`, `depth` levels deep (root: 1).
+void WalkLimits(const Json& schema, const std::string& ptr, int depth, int64_t* nodes) {
+  if (depth > kMaxSchemaDepth) {
+    ThrowError(ErrorCode::kInvalidArgument, "JSON schema {}: nested deeper than {} levels (schemas inside schemas)",
+               ShortPointer(ptr), kMaxSchemaDepth);
+  }
+  if (++*nodes > kMaxSchemaNodes) {
+    ThrowError(ErrorCode::kInvalidArgument,
+               "JSON schema: more than {} subschemas and enum values in all (at {}); simplify the schema",
+               kMaxSchemaNodes, ShortPointer(ptr));
+  }
+  if (!schema.is_object()) return;
+  for (const auto& [key, value] : schema.items()) {
+    const std::string at = ptr + "/" + key;
+    if (key == "enum" && value.is_array()) {
+      *nodes += static_cast<int64_t>(value.size());  // checked at the next schema, or below
+    } else if (key == "properties" || key == "$defs" || key == "definitions" || key == "patternProperties") {
+      if (value.is_object())
+        for (const auto& [name, sub] : value.items()) WalkLimits(sub, at + "/" + name, depth + 1, nodes);
+    } else if (key == "anyOf" || key == "oneOf" || key == "allOf" || key == "prefixItems" ||
+               (key == "items" && value.is_array())) {
+      if (value.is_array())
+        for (size_t i = 0; i < value.size(); ++i) WalkLimits(value[i], fmt::format("{}/{}", at, i), depth + 1, nodes);
+    } else if (key == "items" || key == "additionalProperties" || key == "not" || key == "contains") {
+      WalkLimits(value, at, depth + 1, nodes);
+    }
+  }
+  if (*nodes > kMaxSchemaNodes) {
+    ThrowError(ErrorCode::kInvalidArgument,
+               "JSON schema: more than {} subschemas and enum values in all (at {}); simplify the schema",
+               kMaxSchemaNodes, ShortPointer(ptr));
+  }
+}
+
 class Converter {
  public:
   explicit Converter(const Json& root) : root_(root) {}
@@ -153,10 +193,18 @@ class Converter {
   }
   // Defines rule `name` (named before its body is built, so recursive references find it).
   std::string Define(const std::string& name, const Json& schema, const std::string& ptr) {
+    // CheckSchemaLimits bounds plain nesting; this also bounds chains of $ref (each adds a level).
+    if (depth_ >= kMaxSchemaDepth) {
+      ThrowError(ErrorCode::kInvalidArgument,
+                 "JSON schema {}: nested deeper than {} levels (schemas inside schemas, $ref chains included)",
+                 ShortPointer(ptr), kMaxSchemaDepth);
+    }
+    ++depth_;
     rules_.emplace_back(name, "");
     const size_t index = rules_.size() - 1;
     std::string body = Body(schema, ptr, name);
     rules_[index].second = std::move(body);
+    --depth_;
     return name;
   }
 
@@ -520,6 +568,7 @@ class Converter {
   }
 
   const Json& root_;
+  int depth_ = 0;  // Define calls in progress
   std::vector<std::pair<std::string, std::string>> rules_;  // in definition order; root first
   std::set<std::string> used_names_;
   std::map<std::string, std::string> refs_;  // JSON pointer -> rule name
@@ -554,9 +603,19 @@ std::string AnchoredPattern(const std::string& pattern) {
 }
 
 
-std::string JsonSchemaToGbnf(const nlohmann::ordered_json& schema) { return Converter(schema).Convert(); }
+int64_t CheckSchemaLimits(const nlohmann::ordered_json& schema) {
+  int64_t nodes = 0;
+  WalkLimits(schema, "", 1, &nodes);
+  return nodes;
+}
+
+std::string JsonSchemaToGbnf(const nlohmann::ordered_json& schema) {
+  CheckSchemaLimits(schema);
+  return Converter(schema).Convert();
+}
 
 Grammar JsonSchemaGrammar(const nlohmann::ordered_json& schema) {
+  CheckSchemaLimits(schema);
   Converter converter(schema);
   const std::string text = converter.Convert();
   Grammar g;

@@ -9,12 +9,27 @@
 // ...) are ignored.
 #pragma once
 
+#include <cstdint>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
 
 #include "grammar/grammar.h"
 
 namespace infernix::grammar {
+
+// Limits on what a schema may ask of the compiler, checked before any grammar work (compile time
+// grows with both; without them one request can hold a server worker for seconds to minutes).
+// Depth: schemas inside schemas (properties, items, prefixItems, additionalProperties, anyOf/oneOf/
+// allOf, $defs; a chain of $ref counts too), the root being level 1. Real schemas are shallow
+// (OpenAI's structured outputs allow 10 levels), so 64 only refuses abuse.
+inline constexpr int kMaxSchemaDepth = 64;
+// Size: subschemas plus enum/const values. OpenAI allows 5,000 properties, but compile time here is
+// quadratic in this count (2,000 flat properties: ~0.6 s; 10,000: ~16 s), so 2,048.
+inline constexpr int64_t kMaxSchemaNodes = 2048;
+
+// Checks `schema` against kMaxSchemaDepth and kMaxSchemaNodes; returns its node count. Throws
+// Error(kInvalidArgument) saying which limit and where. JsonSchemaToGbnf and JsonSchemaGrammar call it.
+int64_t CheckSchemaLimits(const nlohmann::ordered_json& schema);
 
 // GBNF text for the documents `schema` accepts (start symbol `root`). Properties appear in the
 // schema's order; whitespace between tokens is bounded (`ws ::= [ \t\n\r]{0,32}`), none around the

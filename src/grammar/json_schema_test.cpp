@@ -113,5 +113,60 @@ TEST(JsonSchemaTest, Errors) {
   ExpectError(R"({"type":"string","maxLength":20000})", "/maxLength: more than 10000");
 }
 
+
+// `levels` schemas nested through `properties` (the root is level 1).
+Json NestedObjects(int levels) {
+  Json root;
+  Json* at = &root;  // built in place: copying ever larger trees would be quadratic
+  for (int i = 1; i < levels; ++i) {
+    *at = Json{{"type", "object"}, {"properties", {{"a", nullptr}}}, {"required", {"a"}}};
+    at = &(*at)["properties"]["a"];
+  }
+  *at = Json{{"type", "string"}};
+  return root;
+}
+
+TEST(JsonSchemaTest, DepthLimit) {
+  // At the limit: compiles (quickly: see docs/grammar.md); one level more: a clear error, before any work.
+  Grammar g = JsonSchemaGrammar(NestedObjects(kMaxSchemaDepth));
+  auto compiled = std::make_shared<const CompiledGrammar>(g);
+  std::string doc = "\"x\"";
+  for (int i = 1; i < kMaxSchemaDepth; ++i) doc = "{\"a\":" + doc + "}";
+  EXPECT_TRUE(Matches(compiled, doc));
+  for (const Json& deep : {NestedObjects(kMaxSchemaDepth + 1), NestedObjects(3000)}) {
+    try {
+      JsonSchemaGrammar(deep);
+      FAIL() << "no error";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+      EXPECT_NE(std::string(e.what()).find("nested deeper than 64 levels"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("/properties/a/properties/a"), std::string::npos) << e.what();
+    }
+  }
+  // items, anyOf and $defs nest too; so does a chain of $ref through flat $defs.
+  Json items = {{"type", "string"}};
+  for (int i = 0; i < kMaxSchemaDepth; ++i) items = Json{{"anyOf", Json::array({Json{{"type", "array"}, {"items", items}}})}};
+  EXPECT_THROW(JsonSchemaToGbnf(items), Error);
+  Json chain = {{"$defs", Json::object()}, {"$ref", "#/$defs/d0"}};
+  for (int i = 0; i < 100; ++i)
+    chain["$defs"]["d" + std::to_string(i)] = Json{{"type", "array"}, {"items", {{"$ref", "#/$defs/d" + std::to_string(i + 1)}}}};
+  chain["$defs"]["d100"] = Json{{"type", "string"}};
+  ExpectError(chain.dump().c_str(), "nested deeper than 64 levels (schemas inside schemas, $ref chains included)");
+  // Recursion through $ref is not depth: each target is defined once.
+  EXPECT_NO_THROW(JsonSchemaGrammar(Json::parse(
+      R"({"type":"object","properties":{"kids":{"type":"array","items":{"$ref":"#"}}}})")));
+}
+
+TEST(JsonSchemaTest, SizeLimit) {
+  Json flat = {{"type", "object"}, {"properties", Json::object()}};
+  for (int64_t i = 1; i < kMaxSchemaNodes; ++i) flat["properties"]["p" + std::to_string(i)] = Json{{"type", "integer"}};
+  EXPECT_EQ(CheckSchemaLimits(flat), kMaxSchemaNodes);
+  flat["properties"]["one_more"] = Json{{"type", "integer"}};
+  ExpectError(flat.dump().c_str(), "more than 2048 subschemas and enum values");
+  Json values = Json::array();
+  for (int i = 0; i < 3000; ++i) values.push_back(i);
+  ExpectError(Json{{"enum", values}}.dump().c_str(), "more than 2048 subschemas and enum values");
+}
+
 }  // namespace
 }  // namespace infernix::grammar

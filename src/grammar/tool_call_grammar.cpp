@@ -191,6 +191,7 @@ Grammar XmlParameterValueGrammar(const Json& param_schema, const Json& root) {
 Grammar ToolCallGrammar(const Json& tools, ToolCallSyntax syntax) {
   if (!tools.is_array() || tools.empty()) ThrowError(ErrorCode::kInvalidArgument, "tools: expected a non-empty array");
   std::vector<Grammar> calls;
+  int64_t nodes = 0;  // over all tools' parameters: compile time grows with the total
   for (size_t i = 0; i < tools.size(); ++i) {
     const Json& tool = tools[i];
     const Json& fn = tool.contains("function") ? tool["function"] : tool;
@@ -200,11 +201,17 @@ Grammar ToolCallGrammar(const Json& tools, ToolCallSyntax syntax) {
     const Json params = fn.contains("parameters") ? fn["parameters"] : Json{{"type", "object"}};
     Grammar args;
     try {
+      nodes += CheckSchemaLimits(params);
+      if (nodes > kMaxSchemaNodes) {
+        ThrowError(ErrorCode::kInvalidArgument,
+                   "JSON schema: the tools' parameters have more than {} subschemas and enum values in all",
+                   kMaxSchemaNodes);
+      }
       args = syntax == ToolCallSyntax::kJson ? JsonSchemaGrammar(params) : XmlArguments(params);
     } catch (const Error& e) {
       if (IsStrict(tool)) {
         std::string what = e.what();
-        if (syntax == ToolCallSyntax::kXml) what = "JSON schema " + what;
+        if (syntax == ToolCallSyntax::kXml && what.rfind("JSON schema", 0) != 0) what = "JSON schema " + what;
         ThrowError(ErrorCode::kInvalidArgument, "tools[{}] ({}): {}", i, name, what);
       }
       args = syntax == ToolCallSyntax::kJson ? JsonSchemaGrammar(Json{{"type", "object"}}) : XmlArguments(Json::object());

@@ -164,5 +164,24 @@ TEST(JsonToolCallGrammar, NameAndArguments) {
   EXPECT_FALSE(Matches(g, "{\"name\": \"nope\", \"arguments\": {}}\n</tool_call>"));
 }
 
+
+TEST(ToolCallGrammarLimits, TooDeepParametersAreErrorsForStrictToolsOnly) {
+  Json params = {{"type", "string"}};
+  for (int i = 0; i < 100; ++i) params = Json{{"type", "object"}, {"properties", {{"a", params}}}};
+  for (ToolCallSyntax syntax : {ToolCallSyntax::kJson, ToolCallSyntax::kXml}) {
+    Json tools = Json::array({Json{{"type", "function"},
+                                   {"function", {{"name", "f"}, {"strict", true}, {"parameters", params}}}}});
+    try {
+      ToolCallGrammar(tools, syntax);
+      FAIL() << "no error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("tools[0] (f): JSON schema /properties/a/"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("nested deeper than 64 levels"), std::string::npos) << e.what();
+    }
+    tools[0]["function"].erase("strict");  // not strict: any arguments, and no slow compile
+    EXPECT_NO_THROW(ToolCallGrammar(tools, syntax));
+  }
+}
+
 }  // namespace
 }  // namespace infernix::grammar

@@ -38,8 +38,20 @@ std::unique_ptr<Model> ModelPackage::LoadModel(Backend& backend) const {
 }
 
 std::unique_ptr<Tokenizer> ModelPackage::LoadTokenizer() const {
-  if (gguf_) return Tokenizer::Create(ReadGgufTokenizerSpec(*gguf_));
-  return Tokenizer::Load(*files_);
+  std::unique_ptr<Tokenizer> t = gguf_ ? Tokenizer::Create(ReadGgufTokenizerSpec(*gguf_)) : Tokenizer::Load(*files_);
+  // Every token id needs a logit: masks and samplers are sized by the model's vocabulary. (A larger
+  // vocabulary is fine: checkpoints pad it past the tokenizer's ids.)
+  if (t->vocab_size() > config_.vocab_size) {
+    const std::string where = gguf_ ? gguf_->path() : files_->Describe();
+    const std::string tokenizer_file = gguf_ ? "tokenizer.ggml.tokens" : "tokenizer.json";
+    const std::string config_field = gguf_ ? "the token embedding's rows" : "config.json vocab_size";
+    ThrowError(ErrorCode::kInvalidArgument,
+               "{}: the tokenizer ({}) has {} token ids but the model's vocabulary ({}) is {}: ids {}..{} would have "
+               "no logits; the tokenizer does not belong to this model",
+               where, tokenizer_file, t->vocab_size(), config_field, config_.vocab_size, config_.vocab_size,
+               t->vocab_size() - 1);
+  }
+  return t;
 }
 
 std::unique_ptr<ChatTemplate> ModelPackage::LoadChatTemplate() const {
@@ -50,10 +62,21 @@ std::unique_ptr<ChatTemplate> ModelPackage::LoadChatTemplate() const {
 }
 
 GenerationDefaults ModelPackage::LoadGenerationDefaults() const {
-  if (!gguf_) return infernix::LoadGenerationDefaults(*files_);
+  GenerationDefaults g = gguf_ ? GgufGenerationDefaults() : infernix::LoadGenerationDefaults(*files_);
+  for (int32_t id : g.eos_token_ids)  // the sampler and grammar masks index by them
+    if (id < 0 || id >= config_.vocab_size)
+      ThrowError(ErrorCode::kInvalidArgument, "{}: end-of-sequence token id {} is outside the model's vocabulary [0, {})",
+                 gguf_ ? gguf_->path() : files_->DisplayPath("generation_config.json"), id, config_.vocab_size);
+  return g;
+}
+
+GenerationDefaults ModelPackage::GgufGenerationDefaults() const {
   GenerationDefaults g;
   for (const char* key : {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id"})
     if (std::optional<int64_t> id = gguf_->GetInt(key)) {
+      if (*id < 0 || *id >= config_.vocab_size)
+        ThrowError(ErrorCode::kInvalidArgument, "{}: {} {} is outside the model's vocabulary [0, {})", gguf_->path(), key,
+                   *id, config_.vocab_size);
       bool seen = false;
       for (int32_t e : g.eos_token_ids) seen |= e == *id;
       if (!seen) g.eos_token_ids.push_back(static_cast<int32_t>(*id));

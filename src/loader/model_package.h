@@ -29,15 +29,18 @@ class ModelPackage {
   const ModelConfig& config() const { return config_; }
   // The weights on `backend` (which must outlive the model).
   std::unique_ptr<Model> LoadModel(Backend& backend) const;
+  // Throws Error(kInvalidArgument) naming both sizes when the tokenizer has more ids than the
+  // model's vocabulary (config vocab_size): those ids would have no logits.
   std::unique_ptr<Tokenizer> LoadTokenizer() const;
   // kNotFound when the model has no chat template.
   std::unique_ptr<ChatTemplate> LoadChatTemplate() const;
   // End-of-sequence ids and sampling defaults (generation_config.json; for GGUF the eos token and
-  // any general.sampling.* keys).
+  // any general.sampling.* keys). Throws Error(kInvalidArgument) for an eos id outside the vocabulary.
   GenerationDefaults LoadGenerationDefaults() const;
 
  private:
   ModelPackage() = default;
+  GenerationDefaults GgufGenerationDefaults() const;
   std::unique_ptr<FileSet> files_;
   std::shared_ptr<const GgufFile> gguf_;
   ModelConfig config_;

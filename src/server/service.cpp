@@ -38,8 +38,8 @@ ModelService::ModelService(const ServiceOptions& options, std::unique_ptr<Backen
                                         : ModelPackage::Open(options.model_path);
   backend_ = std::move(backend);
   backend_name_ = std::string(backend_->name());
+  tokenizer_ = package_->LoadTokenizer();  // first: it checks that its ids fit the model's vocabulary
   model_ = package_->LoadModel(*backend_);
-  tokenizer_ = package_->LoadTokenizer();
   template_ = package_->LoadChatTemplate();
   defaults_ = package_->LoadGenerationDefaults();
   eos_ids_ = defaults_.eos_token_ids;

@@ -111,3 +111,42 @@ test('the official client surfaces errors, and the server still serves', async (
   assert.equal(ok.choices[0].finish_reason, 'length');
   assert.ok(server.alive());
 });
+
+test('schemas nested too deep or too large are 400s naming the field, fast, and the server still serves', async () => {
+  const client = new OpenAI({ baseURL: server.baseURL, apiKey: 'sekret', maxRetries: 0 });
+  const nested = (levels) => {
+    let s = { type: 'string' };
+    for (let i = 1; i < levels; i++) s = { type: 'object', properties: { a: s }, required: ['a'] };
+    return s;
+  };
+  const deep = nested(65);  // one past the limit of 64
+  const started = Date.now();
+  await assert.rejects(client.chat.completions.create({ model: modelName, messages: hello, max_tokens: 2,
+    response_format: { type: 'json_schema', json_schema: { name: 'deep', schema: deep } } }),
+  (e) => e.status === 400 && e.param === 'response_format.json_schema.schema' &&
+    /response_format\.json_schema\.schema: JSON schema \/properties\/a.*nested deeper than 64 levels/.test(e.message));
+  await assert.rejects(client.responses.create({ model: modelName, input: 'hello', max_output_tokens: 2,
+    text: { format: { type: 'json_schema', name: 'deep', schema: deep } } }),
+  (e) => e.status === 400 && e.param === 'text.format.schema' && /nested deeper than 64 levels/.test(e.message));
+  const tool = { type: 'function', function: { name: 'f', strict: true, parameters: deep } };
+  await assert.rejects(client.chat.completions.create({ model: modelName, messages: hello, max_tokens: 2,
+    tools: [tool], tool_choice: 'required' }),
+  (e) => e.status === 400 && e.param === 'tools' && /tools\[0\] \(f\): JSON schema .*nested deeper than 64 levels/.test(e.message));
+  let r = await post('/v1/messages', { model: modelName, max_tokens: 2, messages: hello,
+    output_format: { type: 'json_schema', schema: deep } }, { authorization: '', 'x-api-key': 'sekret' });
+  assert.equal(r.status, 400);
+  assert.equal(r.body.error.type, 'invalid_request_error');
+  assert.match(r.body.error.message, /^output_format\.schema: .*nested deeper than 64 levels/);
+  // Too many subschemas (the body limit here is 20,000 bytes: enum values count too).
+  r = await post('/v1/chat/completions', { model: modelName, messages: hello, max_tokens: 2,
+    response_format: { type: 'json_schema', json_schema: { name: 'big', schema: { enum: [...Array(3000).keys()] } } } });
+  assert.equal(r.status, 400);
+  assert.equal(r.body.error.param, 'response_format.json_schema.schema');
+  assert.match(r.body.error.message, /more than 2048 subschemas and enum values/);
+  assert.ok(Date.now() - started < 10000, `refusals took ${Date.now() - started} ms`);
+  // At the limit: accepted.
+  const ok = await client.chat.completions.create({ model: modelName, messages: hello, max_tokens: 3,
+    response_format: { type: 'json_schema', json_schema: { name: 'deep', schema: nested(64) } } });
+  assert.equal(ok.choices[0].finish_reason, 'length');
+  assert.ok(server.alive());
+});
