@@ -25,23 +25,6 @@ constexpr int kBm = 64, kBn = 128, kBk = 32, kStages = 3, kThreads = 128;
 constexpr int kRowPad = kBk + 8;  // bf16 per shared-memory row (80 bytes)
 constexpr int kSortThreads = 1024;
 
-__device__ __forceinline__ void CpAsync16Zfill(void* smem, const void* gmem, bool valid) {
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  const int bytes = valid ? 16 : 0;
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void CpAsyncCommit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int kPending>
-__device__ __forceinline__ void CpAsyncWait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
-}
-__device__ __forceinline__ void LdMatrixX4(uint32_t* r, const void* p) {
-  const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(p));
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(a));
-}
-
 // Where the grouped pairs live in the scratch block (MoeGroupedScratchBytes).
 struct Grouped {
   int32_t* n_tiles;    // [1]

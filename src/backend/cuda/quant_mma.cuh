@@ -79,16 +79,6 @@ __device__ __forceinline__ float HalfAt(const uint8_t* p) {
   return __half2float(__ushort_as_half(*reinterpret_cast<const unsigned short*>(p)));
 }
 
-__device__ __forceinline__ void CpAsync16(void* smem, const void* gmem) {
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem) : "memory");
-}
-__device__ __forceinline__ void CpAsyncCommit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int kPending>
-__device__ __forceinline__ void CpAsyncWait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
-}
-
 template <bool kSignedA>
 __device__ __forceinline__ void MmaInt(int* c, uint32_t a0, uint32_t a1, uint32_t b) {
   if constexpr (kSignedA) {
