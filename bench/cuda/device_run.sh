@@ -6,6 +6,9 @@
 #   qbench    the same model with quantized dummy weights ($QUANTS, default q8_0 q4_k), pp512 and tg64
 #   moebench  MoE models with dummy weights ($MOE_RUNS, default Qwen3-30B-A3B q4_k and FP8, and FP8
 #             Qwen3-Next-80B-A3B, all layers): pp64, tg32 at batch 1 and 8
+#   ncu       per-kernel time and DRAM traffic of batch-1 decode steps ($NCU_MODEL config, default
+#             qwen3-8b; $NCU_ARGS added to the bench command, e.g. "--num-layers 4 --dummy-quant q4_k";
+#             $NCU_SKIP / $NCU_COUNT launches skipped / profiled; $NCU_TAG names the log)
 #   sanitize  compute-sanitizer memcheck over the gpu tests
 # Logs go to $OUT. Optional, carried in .deps/ (ignored by git): src.tar.gz (a `git archive` of the
 # commit under test, built instead of the working tree), include/ + lib/ (PCRE2, utf8proc) and a
@@ -77,14 +80,14 @@ for step in "$@"; do
           --dummy-quant $q -p 64 -n 32 -b 1,8 -r 1 --json "$OUT/bench_${cfg}_$q.json" 2>&1 | tee "$OUT/bench_${cfg}_$q.log"
       done ;;
     ncu)
-      echo "== ncu: kernels of decode steps at batch 1"
+      echo "== ncu: kernels of decode steps at batch 1 (${NCU_MODEL:-qwen3-8b} ${NCU_ARGS:-})"
       NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
       timeout 240 $NCU --clock-control none --graph-profiling node --launch-skip "${NCU_SKIP:-4000}" \
         --launch-count "${NCU_COUNT:-600}" --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum \
-        --csv --print-units base $BUILD/bin/infernix bench --model $SRC/bench/configs/qwen3-8b.json --dummy-weights \
-        --backend cuda -p 1 -n 32 -b 1 -r 1 > "$OUT/ncu.csv" 2> "$OUT/ncu.err"
-      echo "ncu: exit $?"; tail -3 "$OUT/ncu.err"
-      python3 "$ROOT/bench/cuda/ncu_summary.py" "$OUT/ncu.csv" ;;
+        --csv --print-units base $BUILD/bin/infernix bench --model $SRC/bench/configs/${NCU_MODEL:-qwen3-8b}.json \
+        --dummy-weights --backend cuda -p 1 -n 32 -b 1 -r 1 ${NCU_ARGS:-} > "$OUT/ncu${NCU_TAG:-}.csv" 2> "$OUT/ncu${NCU_TAG:-}.err"
+      echo "ncu: exit $?"; tail -3 "$OUT/ncu${NCU_TAG:-}.err"
+      python3 "$ROOT/bench/cuda/ncu_summary.py" "$OUT/ncu${NCU_TAG:-}.csv" ;;
     sanitize)
       echo "== compute-sanitizer memcheck"
       for t in backend_cuda_test:${SANITIZE_OPS_S:-280} gpu_model_test:${SANITIZE_MODELS_S:-150}; do

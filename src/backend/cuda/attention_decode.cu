@@ -1,7 +1,10 @@
 // Split-KV attention ("flash decoding") for any batch layout, on CUDA cores: a block owns one token,
 // one KV head (all query heads of its GQA group, so K and V are read once per group) and one chunk of
 // the key positions; a combine kernel merges the chunks' partial softmax results. Used for decode
-// steps, and for any head_dim the flash kernel does not take.
+// steps, and for any head_dim the flash kernel does not take. The number of splits is fixed by the
+// host (so that decode steps replay as one graph); the keys per split follow each token's context
+// length on the device, in whole sub-tiles of kKeys, so a short context runs on few busy blocks and
+// a long one on all of them. K/V sub-tiles are double-buffered with cp.async.
 #include <cmath>
 
 #include "backend/cuda/device_util.cuh"
@@ -11,6 +14,7 @@ namespace {
 
 constexpr int kThreads = 128;
 constexpr int kKeys = 32;  // keys per shared-memory sub-tile
+static_assert(kPageSize % kKeys == 0, "a sub-tile lies within one KV page");
 
 struct SmemLayout {
   size_t qs, os, ss, ms, ls, al, ks, vs, total;
@@ -30,21 +34,23 @@ __host__ __device__ inline SmemLayout Layout(int group, int d) {
   l.ms = take(sizeof(float) * group);
   l.ls = take(sizeof(float) * group);
   l.al = take(sizeof(float) * group);
-  l.ks = take(sizeof(bf16) * kKeys * d);
-  l.vs = take(sizeof(bf16) * kKeys * d);
+  l.ks = take(sizeof(bf16) * 2 * kKeys * d);  // two sub-tiles: the one in use and the next
+  l.vs = take(sizeof(bf16) * 2 * kKeys * d);
   l.total = off;
   return l;
 }
 
 __global__ void __launch_bounds__(kThreads)
     AttentionSplitKernel(DeviceLayout layout, KvCacheView kv, const bf16* q, int n_heads, float scale, int n_splits,
-                         int chunk, float* ws_o, float* ws_ml, bf16* direct_out) {
+                         float* ws_o, float* ws_ml, bf16* direct_out) {
   AllowDependentLaunch();
   const int t = blockIdx.x, kvh = blockIdx.y, split = blockIdx.z;
   const int hkv = kv.n_kv_heads, d = kv.head_dim, group = n_heads / hkv, tid = threadIdx.x;
   const int seq = layout.token_seq[t], slot = layout.seq_info[seq * 4], pos = layout.token_pos[t];
   WaitForPrevious();  // q and this token's K/V come from the kernel before
-  const int begin = split * chunk, end = min(begin + chunk, pos + 1);
+  const int len = pos + 1, per_split = (len + n_splits - 1) / n_splits;
+  const int chunk = max(kKeys, (per_split + kKeys - 1) / kKeys * kKeys);
+  const int begin = split * chunk, end = min(begin + chunk, len);
   const int64_t head0 = static_cast<int64_t>(t) * n_heads + static_cast<int64_t>(kvh) * group;
   if (begin >= end) {  // nothing to attend to in this chunk: an empty partial result
     for (int i = tid; i < group; i += kThreads) {
@@ -74,35 +80,45 @@ __global__ void __launch_bounds__(kThreads)
   const bf16* kpages = static_cast<const bf16*>(kv.k_pages);
   const bf16* vpages = static_cast<const bf16*>(kv.v_pages);
   const int warp = tid >> 5, lane = tid & 31;
-  for (int kb = begin; kb < end; kb += kKeys) {
+  // Sub-tile [kb, kb + kKeys) into buffer buf: its keys are consecutive rows of one page.
+  auto load = [&](int kb, int buf) {
     const int nk = min(kKeys, end - kb);
-    __syncthreads();  // previous sub-tile fully consumed (and q/o/m/l initialised)
-    if (d % 8 == 0) {  // a warp per key row, 16-byte loads
-      const int row_chunks = d / 8;
-      for (int j = warp; j < nk; j += kThreads / 32) {
-        const int p = kb + j;
-        const int page = kv.page_table[static_cast<int64_t>(slot) * kv.pages_per_slot + p / kPageSize];
-        const int64_t src = ((static_cast<int64_t>(page) * hkv + kvh) * kPageSize + p % kPageSize) * d;
-        for (int c = lane; c < row_chunks; c += 32) {
-          reinterpret_cast<uint4*>(ks + j * d)[c] = reinterpret_cast<const uint4*>(kpages + src)[c];
-          reinterpret_cast<uint4*>(vs + j * d)[c] = reinterpret_cast<const uint4*>(vpages + src)[c];
-        }
+    const int page = kv.page_table[static_cast<int64_t>(slot) * kv.pages_per_slot + kb / kPageSize];
+    const int64_t src = ((static_cast<int64_t>(page) * hkv + kvh) * kPageSize + kb % kPageSize) * d;
+    bf16* kd = ks + buf * kKeys * d;
+    bf16* vd = vs + buf * kKeys * d;
+    if (d % 8 == 0) {
+      for (int i = tid * 8; i < nk * d; i += kThreads * 8) {
+        CpAsync16(kd + i, kpages + src + i);
+        CpAsync16(vd + i, vpages + src + i);
       }
     } else {
       for (int i = tid; i < nk * d; i += kThreads) {
-        int j = i / d, dd = i - j * d, p = kb + j;
-        int page = kv.page_table[static_cast<int64_t>(slot) * kv.pages_per_slot + p / kPageSize];
-        int64_t src = ((static_cast<int64_t>(page) * hkv + kvh) * kPageSize + p % kPageSize) * d + dd;
-        ks[i] = kpages[src];
-        vs[i] = vpages[src];
+        kd[i] = kpages[src + i];
+        vd[i] = vpages[src + i];
       }
     }
+    CpAsyncCommit();
+  };
+  load(begin, 0);
+  int buf = 0;
+  for (int kb = begin; kb < end; kb += kKeys, buf ^= 1) {
+    const int nk = min(kKeys, end - kb);
+    __syncthreads();  // the previous sub-tile fully consumed (and q/o/m/l initialised)
+    if (kb + kKeys < end) {
+      load(kb + kKeys, buf ^ 1);
+      CpAsyncWait<1>();
+    } else {
+      CpAsyncWait<0>();
+    }
     __syncthreads();
+    const bf16* kt = ks + buf * kKeys * d;
+    const bf16* vt = vs + buf * kKeys * d;
     // Scores: warps take (head, key) pairs, lanes split head_dim.
     for (int pair = warp; pair < group * nk; pair += kThreads / 32) {
       int gi = pair / nk, j = pair - gi * nk;
       float acc = 0;
-      for (int dd = lane; dd < d; dd += 32) acc += qs[gi * d + dd] * __bfloat162float(ks[j * d + dd]);
+      for (int dd = lane; dd < d; dd += 32) acc += qs[gi * d + dd] * __bfloat162float(kt[j * d + dd]);
       acc = WarpSum(acc);
       if (lane == 0) ss[gi * kKeys + j] = acc;
     }
@@ -125,7 +141,7 @@ __global__ void __launch_bounds__(kThreads)
     for (int i = tid; i < group * d; i += kThreads) {
       int gi = i / d, dd = i - gi * d;
       float o = os[i] * al[gi];
-      for (int j = 0; j < nk; ++j) o += ss[gi * kKeys + j] * __bfloat162float(vs[j * d + dd]);
+      for (int j = 0; j < nk; ++j) o += ss[gi * kKeys + j] * __bfloat162float(vt[j * d + dd]);
       os[i] = o;
     }
   }
@@ -173,13 +189,13 @@ __global__ void AttentionCombineKernel(int n_heads, int d, int n_splits, const f
 size_t AttentionSplitSmemBytes(int group, int head_dim) { return Layout(group, head_dim).total; }
 
 void LaunchAttentionSplit(cudaStream_t s, DeviceLayout layout, KvCacheView kv, const void* q, int32_t n_heads,
-                          float scale, int32_t n_splits, int32_t chunk, float* ws_o, float* ws_ml, void* direct_out) {
+                          float scale, int32_t n_splits, float* ws_o, float* ws_ml, void* direct_out) {
   if (layout.n_tokens == 0) return;
   dim3 grid(static_cast<unsigned>(layout.n_tokens), static_cast<unsigned>(kv.n_kv_heads),
             static_cast<unsigned>(n_splits));
   size_t smem = AttentionSplitSmemBytes(n_heads / kv.n_kv_heads, kv.head_dim);
-  LaunchDependent(AttentionSplitKernel, grid, kThreads, smem, s, layout, kv, static_cast<const bf16*>(q), n_heads, scale,
-                  n_splits, chunk, ws_o, ws_ml, static_cast<bf16*>(direct_out));
+  LaunchDependent(AttentionSplitKernel, grid, kThreads, smem, s, layout, kv, static_cast<const bf16*>(q), n_heads,
+                  scale, n_splits, ws_o, ws_ml, static_cast<bf16*>(direct_out));
   INFX_CUDA_CHECK_LAUNCH();
 }
 

@@ -72,6 +72,10 @@ TEST(CudaAttention, LongContextDecodeSplitsTheSequence) {
   const std::vector<std::vector<std::array<int64_t, 3>>> steps = {
       {{0, 3000, 0}}, {{0, 1, 3000}}, {{0, 1, 3001}, {1, 1, 0}}};
   RunSteps(CudaOptions::Attention::kAuto, Heads{8, 2, 128}, 4096, steps, 77);
+  // Many KV heads leave few splits (2 x SMs blocks in all): each split then walks several
+  // double-buffered sub-tiles of 32 keys, and a partial last one (16-byte and scalar K/V loads).
+  RunSteps(CudaOptions::Attention::kSplit, Heads{16, 16, 64}, 4096, steps, 78);
+  RunSteps(CudaOptions::Attention::kSplit, Heads{8, 8, 36}, 4096, steps, 79);
 }
 
 }  // namespace

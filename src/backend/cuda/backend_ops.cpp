@@ -293,22 +293,21 @@ void CudaBackend::Attention(const Tensor& q, const Tensor& k, const Tensor& v, S
   const int group = static_cast<int>(hq / hkv);
   INFX_CHECK_MSG(cuda::AttentionSplitSmemBytes(group, static_cast<int>(d)) <= std::min<size_t>(smem_optin_, 160 << 10),
                  "attention: {} query heads per KV head with head_dim {} exceed shared memory", group, d);
-  // Splits sized for the state's max_context (not the current lengths), so that decode steps keep
-  // the same launch shape and replay as one graph; chunks past a sequence's end exit at once.
+  // The number of splits depends only on the state's max_context and the batch (so that decode steps
+  // keep the same launch shape and replay as one graph); the kernel spreads each token's actual
+  // context over them in sub-tiles of 32 keys, leaving the splits past it empty.
   const int64_t target_blocks = 2 * static_cast<int64_t>(props_.multiProcessorCount);
-  const int64_t max_splits = std::max<int64_t>(1, (spec.max_context + 31) / 32);  // chunks of >= 32 keys
+  const int64_t max_splits = std::max<int64_t>(1, (spec.max_context + 31) / 32);
   const int64_t splits = std::clamp<int64_t>((target_blocks + n * hkv - 1) / (n * hkv), 1, max_splits);
-  int64_t chunk = (spec.max_context + splits - 1) / splits;
-  chunk = (chunk + 31) / 32 * 32;
   if (splits == 1) {  // the split kernel writes the output itself
-    Enqueue(cuda::LaunchAttentionSplit, dl, kv, q.data, static_cast<int32_t>(hq), scale, 1, static_cast<int32_t>(chunk),
+    Enqueue(cuda::LaunchAttentionSplit, dl, kv, q.data, static_cast<int32_t>(hq), scale, 1,
             static_cast<float*>(nullptr), static_cast<float*>(nullptr), out.data);
     return;
   }
   Tensor ws_o = Scratch(DType::kF32, {n, hq, splits, d});
   Tensor ws_ml = Scratch(DType::kF32, {n, hq, splits, 2});
   Enqueue(cuda::LaunchAttentionSplit, dl, kv, q.data, static_cast<int32_t>(hq), scale, static_cast<int32_t>(splits),
-          static_cast<int32_t>(chunk), ws_o.as<float>(), ws_ml.as<float>(), static_cast<void*>(nullptr));
+          ws_o.as<float>(), ws_ml.as<float>(), static_cast<void*>(nullptr));
   Enqueue(cuda::LaunchAttentionCombine, static_cast<int32_t>(n), static_cast<int32_t>(hq), static_cast<int32_t>(d),
           static_cast<int32_t>(splits), ws_o.as<const float>(), ws_ml.as<const float>(), out.data);
 }

@@ -1,7 +1,7 @@
 // Gated DeltaNet: the causal depthwise conv1d with its rolling state, the gates, and the gated delta
 // rule in recurrent form. Simple, exact-order kernels: a thread per channel for the conv (its window in
-// registers), a block per (sequence, value head) for the delta rule with each thread owning one
-// column of the f32 state S [dk, dv]. Those serve decode; for long sequences the conv runs a thread
+// registers), a block per (sequence, value head, 32 state columns) for the delta rule with the
+// f32 state S [dk, dv] in registers. Those serve decode; for long sequences the conv runs a thread
 // per (kConvTokens tokens, channel) in parallel, and the delta rule runs chunked (gdn_chunked.cu).
 //
 // The parallel conv: output i of a sequence is SiLU(sum_j w[j] * win[i + j]) over the window
@@ -129,12 +129,88 @@ __global__ void GdnGatesKernel(const T* a, const T* b, const void* a_log, int a_
   beta[i] = SigmoidF(ToF(b[i]));
 }
 
-// One block per (sequence, value head); thread c owns column c of S. kRegs: S lives in registers
-// (dk <= kMaxKeyDim), else it is updated in place in global memory.
-template <typename T, bool kRegs>
-__global__ void GatedDeltaRuleKernel(DeviceLayout layout, const T* q, const T* k, const T* v, const float* g,
-                                     const float* beta, float* state, int64_t slot_stride, int nk, int nv, int dk,
-                                     int dv, int tiled, T* out) {
+// One block per (sequence, value head, kRuleCols state columns): warp w holds rows
+// [w * kRuleRows, (w + 1) * kRuleRows) of those columns of S [dk, dv] in registers (dk <= kMaxKeyDim),
+// so a decode step reads and writes the f32 state once, spread over n_seqs * nv * dv / 32 blocks.
+// The two dot products over dk (S^T k and S^T q) are summed across the warps through shared memory.
+constexpr int kRuleCols = 32;
+constexpr int kRuleParts = 4;
+constexpr int kRuleRows = kMaxKeyDim / kRuleParts;
+
+template <typename T>
+__global__ void __launch_bounds__(32 * kRuleParts)
+    GatedDeltaRuleKernel(DeviceLayout layout, const T* q, const T* k, const T* v, const float* g, const float* beta,
+                         float* state, int64_t slot_stride, int nk, int nv, int dk, int dv, int tiled, T* out) {
+  __shared__ float qs[kMaxKeyDim], ks[kMaxKeyDim];
+  __shared__ float red_kv[kRuleParts][kRuleCols], red_o[kRuleParts][kRuleCols];
+  const int col_blocks = (dv + kRuleCols - 1) / kRuleCols;
+  const int cb = blockIdx.x % col_blocks, sh = blockIdx.x / col_blocks, seq = sh / nv, h = sh % nv;
+  const int kh = tiled ? h % nk : h / (nv / nk);
+  const int slot = layout.seq_info[seq * 4], tb = layout.seq_info[seq * 4 + 1], n = layout.seq_info[seq * 4 + 2];
+  const int lane = threadIdx.x & 31, part = threadIdx.x >> 5, c = cb * kRuleCols + lane, r0 = part * kRuleRows;
+  const bool active = c < dv;
+  float* s = state + slot * slot_stride + static_cast<int64_t>(h) * dk * dv;  // [dk, dv]
+  float sreg[kRuleRows];
+#pragma unroll
+  for (int i = 0; i < kRuleRows; ++i) sreg[i] = active && r0 + i < dk ? s[static_cast<int64_t>(r0 + i) * dv + c] : 0.0f;
+  const float q_scale = 1.0f / sqrtf(static_cast<float>(dk));
+  for (int j = 0; j < n; ++j) {
+    const int64_t t = tb + j;
+    __syncthreads();  // the previous token's q, k and partial sums are consumed
+    for (int r = threadIdx.x; r < dk; r += blockDim.x) {
+      qs[r] = ToF(q[(t * nk + kh) * dk + r]);
+      ks[r] = ToF(k[(t * nk + kh) * dk + r]);
+    }
+    __syncthreads();
+    float qq = 0, kk = 0;
+    for (int r = lane; r < dk; r += 32) {
+      qq += qs[r] * qs[r];
+      kk += ks[r] * ks[r];
+    }
+    const float q_inv = 1.0f / sqrtf(WarpSum(qq) + 1e-6f) * q_scale, k_inv = 1.0f / sqrtf(WarpSum(kk) + 1e-6f);
+    const float decay = expf(g[t * nv + h]), bt = beta[t * nv + h];
+    float kv = 0;
+#pragma unroll
+    for (int i = 0; i < kRuleRows; ++i) {
+      sreg[i] *= decay;
+      if (r0 + i < dk) kv += sreg[i] * (ks[r0 + i] * k_inv);
+    }
+    red_kv[part][lane] = kv;
+    __syncthreads();
+    kv = 0;
+#pragma unroll
+    for (int p = 0; p < kRuleParts; ++p) kv += red_kv[p][lane];
+    const float delta = active ? (ToF(v[(t * nv + h) * dv + c]) - kv) * bt : 0.0f;
+    float o = 0;
+#pragma unroll
+    for (int i = 0; i < kRuleRows; ++i) {
+      if (r0 + i < dk) {
+        sreg[i] += (ks[r0 + i] * k_inv) * delta;
+        o += sreg[i] * (qs[r0 + i] * q_inv);
+      }
+    }
+    red_o[part][lane] = o;
+    __syncthreads();
+    if (part == 0 && active) {
+      o = 0;
+#pragma unroll
+      for (int p = 0; p < kRuleParts; ++p) o += red_o[p][lane];
+      out[(t * nv + h) * dv + c] = FromF<T>(o);
+    }
+  }
+  if (active) {
+#pragma unroll
+    for (int i = 0; i < kRuleRows; ++i)
+      if (r0 + i < dk) s[static_cast<int64_t>(r0 + i) * dv + c] = sreg[i];
+  }
+}
+
+// dk > kMaxKeyDim: one block per (sequence, value head), thread c updating column c of S in place in
+// global memory.
+template <typename T>
+__global__ void GatedDeltaRuleGlobalKernel(DeviceLayout layout, const T* q, const T* k, const T* v, const float* g,
+                                           const float* beta, float* state, int64_t slot_stride, int nk, int nv, int dk,
+                                           int dv, int tiled, T* out) {
   extern __shared__ float sh[];  // q [dk], k [dk]
   float* qs = sh;
   float* ks = sh + dk;
@@ -143,11 +219,6 @@ __global__ void GatedDeltaRuleKernel(DeviceLayout layout, const T* q, const T* k
   const int c = threadIdx.x;
   const bool active = c < dv;
   float* s = state + slot * slot_stride + static_cast<int64_t>(h) * dk * dv;  // [dk, dv]
-  float sreg[kRegs ? kMaxKeyDim : 1];
-  if constexpr (kRegs) {
-#pragma unroll
-    for (int r = 0; r < kMaxKeyDim; ++r) sreg[r] = active && r < dk ? s[static_cast<int64_t>(r) * dv + c] : 0.0f;
-  }
   const float q_scale = 1.0f / sqrtf(static_cast<float>(dk));
   for (int i = 0; i < n; ++i) {
     const int64_t t = tb + i;
@@ -166,46 +237,19 @@ __global__ void GatedDeltaRuleKernel(DeviceLayout layout, const T* q, const T* k
     const float decay = expf(g[t * nv + h]), bt = beta[t * nv + h];
     if (!active) continue;
     float kv = 0;
-    if constexpr (kRegs) {
-#pragma unroll
-      for (int r = 0; r < kMaxKeyDim; ++r) {
-        if (r < dk) {
-          sreg[r] *= decay;
-          kv += sreg[r] * (ks[r] * k_inv);
-        }
-      }
-    } else {
-      for (int r = 0; r < dk; ++r) {
-        float sv = s[static_cast<int64_t>(r) * dv + c] * decay;
-        s[static_cast<int64_t>(r) * dv + c] = sv;
-        kv += sv * (ks[r] * k_inv);
-      }
+    for (int r = 0; r < dk; ++r) {
+      float sv = s[static_cast<int64_t>(r) * dv + c] * decay;
+      s[static_cast<int64_t>(r) * dv + c] = sv;
+      kv += sv * (ks[r] * k_inv);
     }
     const float delta = (ToF(v[(t * nv + h) * dv + c]) - kv) * bt;
     float o = 0;
-    if constexpr (kRegs) {
-#pragma unroll
-      for (int r = 0; r < kMaxKeyDim; ++r) {
-        if (r < dk) {
-          sreg[r] += (ks[r] * k_inv) * delta;
-          o += sreg[r] * (qs[r] * q_inv);
-        }
-      }
-    } else {
-      for (int r = 0; r < dk; ++r) {
-        float sv = s[static_cast<int64_t>(r) * dv + c] + (ks[r] * k_inv) * delta;
-        s[static_cast<int64_t>(r) * dv + c] = sv;
-        o += sv * (qs[r] * q_inv);
-      }
+    for (int r = 0; r < dk; ++r) {
+      float sv = s[static_cast<int64_t>(r) * dv + c] + (ks[r] * k_inv) * delta;
+      s[static_cast<int64_t>(r) * dv + c] = sv;
+      o += sv * (qs[r] * q_inv);
     }
     out[(t * nv + h) * dv + c] = FromF<T>(o);
-  }
-  if constexpr (kRegs) {
-    if (active) {
-#pragma unroll
-      for (int r = 0; r < kMaxKeyDim; ++r)
-        if (r < dk) s[static_cast<int64_t>(r) * dv + c] = sreg[r];
-    }
   }
 }
 
@@ -213,19 +257,19 @@ template <typename T>
 void DeltaRule(cudaStream_t s, DeviceLayout layout, const void* q, const void* k, const void* v, const float* g,
                const float* beta, float* state, int64_t slot_stride, int nk, int nv, int dk, int dv, int tiled,
                void* out) {
-  dim3 grid(static_cast<unsigned>(layout.n_seqs * nv));
-  int threads = (dv + 31) / 32 * 32;
-  size_t smem = 2 * sizeof(float) * dk;
   const T* qt = static_cast<const T*>(q);
   const T* kt = static_cast<const T*>(k);
   const T* vt = static_cast<const T*>(v);
   T* ot = static_cast<T*>(out);
   if (dk <= kMaxKeyDim) {
-    GatedDeltaRuleKernel<T, true><<<grid, threads, smem, s>>>(layout, qt, kt, vt, g, beta, state, slot_stride, nk, nv, dk,
-                                                                dv, tiled, ot);
+    dim3 grid(static_cast<unsigned>(layout.n_seqs * nv * ((dv + kRuleCols - 1) / kRuleCols)));
+    GatedDeltaRuleKernel<T>
+        <<<grid, 32 * kRuleParts, 0, s>>>(layout, qt, kt, vt, g, beta, state, slot_stride, nk, nv, dk, dv, tiled, ot);
   } else {
-    GatedDeltaRuleKernel<T, false><<<grid, threads, smem, s>>>(layout, qt, kt, vt, g, beta, state, slot_stride, nk, nv, dk,
-                                                                dv, tiled, ot);
+    dim3 grid(static_cast<unsigned>(layout.n_seqs * nv));
+    int threads = (dv + 31) / 32 * 32;
+    GatedDeltaRuleGlobalKernel<T><<<grid, threads, 2 * sizeof(float) * dk, s>>>(layout, qt, kt, vt, g, beta, state,
+                                                                                slot_stride, nk, nv, dk, dv, tiled, ot);
   }
 }
 

@@ -153,8 +153,13 @@ TEST(CudaMoe, RoutingMatchesTheOracle) {
     int top_k;
     bool normalize;
   };
-  for (Case c : {Case{9, 512, 10, true}, Case{9, 128, 8, false}, Case{5, 8, 2, true}}) {
-    auto logits = rig.F32({c.n, c.experts}, Rand(c.n * c.experts, 800 + c.experts, -4, 4));
+  // 512 / 128 / 60 / 8 experts take the register kernel (16 / 4 / 2 / 1 per lane), 1100 the general
+  // one; the last case ties every logit (the lower expert id wins, as in the CPU's stable sort).
+  for (Case c : {Case{9, 512, 10, true}, Case{9, 128, 8, false}, Case{7, 60, 4, true}, Case{5, 8, 2, true},
+                 Case{3, 1100, 8, true}, Case{2, 96, 6, true}}) {
+    std::vector<float> values = Rand(c.n * c.experts, 800 + c.experts, -4, 4);
+    if (c.experts == 96) values.assign(values.size(), 0.5f);
+    auto logits = rig.F32({c.n, c.experts}, values);
     auto w = rig.Out({c.n, c.top_k}, DType::kF32);
     auto ids_cpu = rig.I32({c.n, c.top_k}, std::vector<int32_t>(static_cast<size_t>(c.n * c.top_k), -1));
     rig.cpu.MoeRouting(logits.cpu, c.top_k, c.normalize, w.cpu, ids_cpu.cpu);
