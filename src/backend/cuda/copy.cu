@@ -7,6 +7,8 @@ namespace {
 
 __global__ void EmbeddingKernel(const int32_t* ids, const void* table, int table_dtype, int64_t vocab, int64_t h,
                                 void* out, int out_dtype) {
+  AllowDependentLaunch();
+  WaitForPrevious();
   int64_t t = blockIdx.x;
   int32_t id = ids[t];
   bool valid = id >= 0 && id < vocab;
@@ -19,6 +21,8 @@ __global__ void EmbeddingKernel(const int32_t* ids, const void* table, int table
 // One block per output row; copies row_bytes in 16-, 4- or 2-byte units.
 template <typename U>
 __global__ void GatherRowsKernel(const U* x, const int32_t* rows, int64_t units, U* out) {
+  AllowDependentLaunch();
+  WaitForPrevious();
   int64_t r = blockIdx.x;
   const U* src = x + static_cast<int64_t>(rows[r]) * units;
   U* dst = out + r * units;
@@ -69,7 +73,8 @@ void LaunchCopy2D(cudaStream_t s, void* dst, size_t dst_pitch, const void* src, 
 void LaunchEmbedding(cudaStream_t s, const int32_t* ids, int64_t n, const void* table, int table_dtype, int64_t vocab,
                      int64_t h, void* out, int out_dtype) {
   if (n <= 0) return;
-  EmbeddingKernel<<<static_cast<unsigned>(n), 256, 0, s>>>(ids, table, table_dtype, vocab, h, out, out_dtype);
+  LaunchDependent(EmbeddingKernel, static_cast<unsigned>(n), 256, 0, s, ids, table, table_dtype, vocab, h, out,
+                  out_dtype);
   INFX_CUDA_CHECK_LAUNCH();
 }
 
@@ -78,15 +83,15 @@ void LaunchGatherRows(cudaStream_t s, const void* x, const int32_t* rows, int64_
   if (n_rows <= 0) return;
   unsigned blocks = static_cast<unsigned>(n_rows);
   if (row_bytes % 16 == 0 && Aligned16(x) && Aligned16(out)) {
-    GatherRowsKernel<<<blocks, 256, 0, s>>>(static_cast<const uint4*>(x), rows, row_bytes / 16,
-                                            static_cast<uint4*>(out));
+    LaunchDependent(GatherRowsKernel<uint4>, blocks, 256, 0, s, static_cast<const uint4*>(x), rows, row_bytes / 16,
+                    static_cast<uint4*>(out));
   } else if (row_bytes % 4 == 0 && (reinterpret_cast<uintptr_t>(x) & 3u) == 0 &&
              (reinterpret_cast<uintptr_t>(out) & 3u) == 0) {
-    GatherRowsKernel<<<blocks, 256, 0, s>>>(static_cast<const uint32_t*>(x), rows, row_bytes / 4,
-                                            static_cast<uint32_t*>(out));
+    LaunchDependent(GatherRowsKernel<uint32_t>, blocks, 256, 0, s, static_cast<const uint32_t*>(x), rows, row_bytes / 4,
+                    static_cast<uint32_t*>(out));
   } else {
-    GatherRowsKernel<<<blocks, 256, 0, s>>>(static_cast<const uint16_t*>(x), rows, row_bytes / 2,
-                                            static_cast<uint16_t*>(out));
+    LaunchDependent(GatherRowsKernel<uint16_t>, blocks, 256, 0, s, static_cast<const uint16_t*>(x), rows, row_bytes / 2,
+                    static_cast<uint16_t*>(out));
   }
   INFX_CUDA_CHECK_LAUNCH();
 }

@@ -55,6 +55,8 @@ void BinaryOfType(cudaStream_t s, int op, const void* a, const void* b, void* ou
 
 template <typename T>
 __global__ void AddSigmoidGatedKernel(T* acc, const T* x, const float* gate_logit, int64_t rows, int64_t cols) {
+  AllowDependentLaunch();
+  WaitForPrevious();
   int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= rows * cols) return;
   float g = SigmoidF(gate_logit[i / cols]);
@@ -78,11 +80,11 @@ void LaunchAddSigmoidGated(cudaStream_t s, int dtype, void* acc, const void* x, 
   int64_t n = rows * cols;
   if (n <= 0) return;
   if (dtype == kBF16) {
-    AddSigmoidGatedKernel<<<Blocks(n, 256), 256, 0, s>>>(static_cast<bf16*>(acc), static_cast<const bf16*>(x),
-                                                         gate_logit, rows, cols);
+    LaunchDependent(AddSigmoidGatedKernel<bf16>, Blocks(n, 256), 256, 0, s, static_cast<bf16*>(acc),
+                    static_cast<const bf16*>(x), gate_logit, rows, cols);
   } else {
-    AddSigmoidGatedKernel<<<Blocks(n, 256), 256, 0, s>>>(static_cast<float*>(acc), static_cast<const float*>(x),
-                                                         gate_logit, rows, cols);
+    LaunchDependent(AddSigmoidGatedKernel<float>, Blocks(n, 256), 256, 0, s, static_cast<float*>(acc),
+                    static_cast<const float*>(x), gate_logit, rows, cols);
   }
   INFX_CUDA_CHECK_LAUNCH();
 }

@@ -23,6 +23,8 @@ constexpr int kMaxKeyDim = 128;  // register-resident state columns; larger dk u
 template <typename T>
 __global__ void CausalConv1dKernel(DeviceLayout layout, const T* x, const void* w, int w_dtype, float* state,
                                    int64_t slot_stride, int channels, int kernel, T* out) {
+  AllowDependentLaunch();
+  WaitForPrevious();
   const int seq = blockIdx.x;
   const int c = blockIdx.y * blockDim.x + threadIdx.x;
   if (c >= channels) return;
@@ -120,6 +122,8 @@ __global__ void CausalConv1dSaveKernel(DeviceLayout layout, const T* x, float* s
 template <typename T>
 __global__ void GdnGatesKernel(const T* a, const T* b, const void* a_log, int a_log_dtype, const void* dt_bias,
                                int dt_bias_dtype, float* g, float* beta, int64_t n, int64_t nv) {
+  AllowDependentLaunch();
+  WaitForPrevious();
   int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n * nv) return;
   int64_t h = i % nv;
@@ -143,6 +147,8 @@ __global__ void __launch_bounds__(32 * kRuleParts)
                          float* state, int64_t slot_stride, int nk, int nv, int dk, int dv, int tiled, T* out) {
   __shared__ float qs[kMaxKeyDim], ks[kMaxKeyDim];
   __shared__ float red_kv[kRuleParts][kRuleCols], red_o[kRuleParts][kRuleCols];
+  AllowDependentLaunch();
+  WaitForPrevious();
   const int col_blocks = (dv + kRuleCols - 1) / kRuleCols;
   const int cb = blockIdx.x % col_blocks, sh = blockIdx.x / col_blocks, seq = sh / nv, h = sh % nv;
   const int kh = tiled ? h % nk : h / (nv / nk);
@@ -211,6 +217,8 @@ template <typename T>
 __global__ void GatedDeltaRuleGlobalKernel(DeviceLayout layout, const T* q, const T* k, const T* v, const float* g,
                                            const float* beta, float* state, int64_t slot_stride, int nk, int nv, int dk,
                                            int dv, int tiled, T* out) {
+  AllowDependentLaunch();
+  WaitForPrevious();
   extern __shared__ float sh[];  // q [dk], k [dk]
   float* qs = sh;
   float* ks = sh + dk;
@@ -263,13 +271,13 @@ void DeltaRule(cudaStream_t s, DeviceLayout layout, const void* q, const void* k
   T* ot = static_cast<T*>(out);
   if (dk <= kMaxKeyDim) {
     dim3 grid(static_cast<unsigned>(layout.n_seqs * nv * ((dv + kRuleCols - 1) / kRuleCols)));
-    GatedDeltaRuleKernel<T>
-        <<<grid, 32 * kRuleParts, 0, s>>>(layout, qt, kt, vt, g, beta, state, slot_stride, nk, nv, dk, dv, tiled, ot);
+    LaunchDependent(GatedDeltaRuleKernel<T>, grid, 32 * kRuleParts, 0, s, layout, qt, kt, vt, g, beta, state,
+                    slot_stride, nk, nv, dk, dv, tiled, ot);
   } else {
     dim3 grid(static_cast<unsigned>(layout.n_seqs * nv));
     int threads = (dv + 31) / 32 * 32;
-    GatedDeltaRuleGlobalKernel<T><<<grid, threads, 2 * sizeof(float) * dk, s>>>(layout, qt, kt, vt, g, beta, state,
-                                                                                slot_stride, nk, nv, dk, dv, tiled, ot);
+    LaunchDependent(GatedDeltaRuleGlobalKernel<T>, grid, threads, 2 * sizeof(float) * dk, s, layout, qt, kt, vt, g,
+                    beta, state, slot_stride, nk, nv, dk, dv, tiled, ot);
   }
 }
 
@@ -293,15 +301,16 @@ void LaunchCausalConv1d(cudaStream_t s, DeviceLayout layout, const void* x, cons
     return;
   }
   dim3 grid(static_cast<unsigned>(layout.n_seqs), Blocks(channels, 128));
-  CausalConv1dKernel<<<grid, 128, 0, s>>>(layout, xb, w, w_dtype, state, slot_stride, channels, kernel, ob);
+  LaunchDependent(CausalConv1dKernel<bf16>, grid, 128, 0, s, layout, xb, w, w_dtype, state, slot_stride, channels,
+                  kernel, ob);
   INFX_CUDA_CHECK_LAUNCH();
 }
 
 void LaunchGdnGates(cudaStream_t s, const void* a, const void* b, const void* a_log, int a_log_dtype,
                     const void* dt_bias, int dt_bias_dtype, float* g, float* beta, int64_t n, int64_t nv) {
   if (n * nv == 0) return;
-  GdnGatesKernel<<<Blocks(n * nv, 256), 256, 0, s>>>(static_cast<const bf16*>(a), static_cast<const bf16*>(b), a_log,
-                                                     a_log_dtype, dt_bias, dt_bias_dtype, g, beta, n, nv);
+  LaunchDependent(GdnGatesKernel<bf16>, Blocks(n * nv, 256), 256, 0, s, static_cast<const bf16*>(a),
+                  static_cast<const bf16*>(b), a_log, a_log_dtype, dt_bias, dt_bias_dtype, g, beta, n, nv);
   INFX_CUDA_CHECK_LAUNCH();
 }
 

@@ -16,6 +16,8 @@ constexpr int kMaxTopK = 32;  // also: lane j of the routing warp writes choice 
 template <int kPer>
 __global__ void MoeRoutingRegKernel(const float* logits, int64_t n, int n_experts, int top_k, int normalize,
                                     float* weights, int32_t* ids) {
+  AllowDependentLaunch();
+  WaitForPrevious();
   const int64_t t = static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) + (threadIdx.x >> 5);
   const int lane = threadIdx.x & 31;
   if (t >= n) return;
@@ -82,6 +84,8 @@ __global__ void MoeRoutingRegKernel(const float* logits, int64_t n, int n_expert
 // The same for more experts than the register version holds: probabilities recomputed each round.
 __global__ void MoeRoutingKernel(const float* logits, int64_t n, int n_experts, int top_k, int normalize,
                                  float* weights, int32_t* ids) {
+  AllowDependentLaunch();
+  WaitForPrevious();
   const int64_t t = static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) + (threadIdx.x >> 5);
   const int lane = threadIdx.x & 31;
   if (t >= n) return;
@@ -208,13 +212,13 @@ void LaunchMoeRouting(cudaStream_t s, const float* logits, int64_t n, int32_t n_
   const unsigned blocks = Blocks(n, 4);
   const int per_lane = (n_experts + 31) / 32;
   if (per_lane <= 4) {
-    MoeRoutingRegKernel<4><<<blocks, 128, 0, s>>>(logits, n, n_experts, top_k, normalize, weights, ids);
+    LaunchDependent(MoeRoutingRegKernel<4>, blocks, 128, 0, s, logits, n, n_experts, top_k, normalize, weights, ids);
   } else if (per_lane <= 8) {
-    MoeRoutingRegKernel<8><<<blocks, 128, 0, s>>>(logits, n, n_experts, top_k, normalize, weights, ids);
+    LaunchDependent(MoeRoutingRegKernel<8>, blocks, 128, 0, s, logits, n, n_experts, top_k, normalize, weights, ids);
   } else if (per_lane <= 16) {
-    MoeRoutingRegKernel<16><<<blocks, 128, 0, s>>>(logits, n, n_experts, top_k, normalize, weights, ids);
+    LaunchDependent(MoeRoutingRegKernel<16>, blocks, 128, 0, s, logits, n, n_experts, top_k, normalize, weights, ids);
   } else {
-    MoeRoutingKernel<<<blocks, 128, 0, s>>>(logits, n, n_experts, top_k, normalize, weights, ids);
+    LaunchDependent(MoeRoutingKernel, blocks, 128, 0, s, logits, n, n_experts, top_k, normalize, weights, ids);
   }
   INFX_CUDA_CHECK_LAUNCH();
 }
