@@ -249,6 +249,36 @@ TEST(Cli, InspectModelFolderAndEmbeddedModel) {
   fs::remove(bad);
 }
 
+// `infernix bench --depth D`: decode timed after every sequence was prefilled with D tokens (a hybrid
+// model, so both the KV cache and the linear-attention state continue from the prefilled context).
+TEST(Cli, BenchWithDepth) {
+  const std::string model = "bench --backend cpu --model " + ModelDir("qwen3-next-tiny") + " -p 4 -n 2 -r 1 -b 1,2";
+  std::string json = (fs::temp_directory_path() / "infernix_cli_bench.json").string();
+  Result r = RunCli(model + " --depth 6 --json " + json);
+  ASSERT_EQ(r.status, 0) << r.output;
+  for (const char* part :
+       {"tg2 batch 1: context of 6 tokens prefilled in", "tg2 batch 2: context of 6 tokens prefilled in", "| pp4 | 1 |",
+        "| tg2 @ d6 | 1 |", "| tg2 @ d6 | 2 |"})
+    EXPECT_NE(r.output.find(part), std::string::npos) << part << "\n" << r.output;
+  nlohmann::json j = nlohmann::json::parse(testing::ReadBinary(json));
+  ASSERT_EQ(j["rows"].size(), 3u) << j.dump();
+  EXPECT_EQ(j["rows"][0]["test"], "pp4");
+  EXPECT_EQ(j["rows"][0]["depth"], 0);
+  EXPECT_EQ(j["rows"][2]["test"], "tg2 @ d6");
+  EXPECT_EQ(j["rows"][2]["batch"], 2);
+  EXPECT_EQ(j["rows"][2]["depth"], 6);
+  fs::remove(json);
+
+  r = RunCli(model);  // without --depth: the plain row name, no prefill
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("| tg2 | 2 |"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("prefilled"), std::string::npos) << r.output;
+
+  ExpectError(model + " --depth -1", {"--depth -1", "0 or more"});
+  // qwen3-next-tiny has max_position_embeddings 4096: 4092 + 2 + 4 warm-up steps = 4098 tokens.
+  ExpectError(model + " --depth 4092", {"4098", "max_position_embeddings of 4096"});
+}
+
 TEST(Cli, HelpListsTheCommands) {
   Result r = RunCli("--help");
   EXPECT_EQ(r.status, 0);

@@ -1,6 +1,7 @@
 // `infernix bench`: llama-bench-style throughput of one model on one backend.
 //   pp<N>  prompt processing: one sequence of N tokens in one forward pass (median of repetitions)
-//   tg<M>  generation: M decode steps of B sequences at once (B = each batch size), one token each
+//   tg<M>  generation: M decode steps of B sequences at once (B = each batch size), one token each;
+//          with --depth D ("tg<M> @ d<D>") after every sequence was prefilled with D tokens (not timed)
 // For the CUDA backend it first measures the device's ceilings in the same process (copy bandwidth,
 // BF16 GEMM rate) and reports decode as the fraction of copy bandwidth used (weight + KV bytes read
 // per step / step time) and prefill as the fraction of the GEMM rate reached (model FLOPs / time).
@@ -27,6 +28,7 @@ struct BenchOptions {
   BackendOptions backend;
   int64_t n_prompt = 512;
   int64_t n_gen = 128;
+  int64_t depth = 0;  // context tokens of each sequence before the timed decode steps
   std::string batches = "1,2,4,8";
   int repetitions = 3;
   std::string json_path;
@@ -120,6 +122,7 @@ double Seconds(std::chrono::steady_clock::time_point a, std::chrono::steady_cloc
 struct Row {
   std::string test;
   int batch = 1;
+  int64_t depth = 0;
   double tokens_per_s = 0, ms = 0, ceiling_fraction = -1;
   std::string ceiling;
 };
@@ -127,6 +130,7 @@ struct Row {
 void Run(const BenchOptions& o) {
   if (o.n_prompt < 1 || o.n_gen < 1 || o.repetitions < 1)
     ThrowError(ErrorCode::kInvalidArgument, "--n-prompt, --n-gen and --repetitions must be positive");
+  if (o.depth < 0) ThrowError(ErrorCode::kInvalidArgument, "--depth {}: must be 0 or more context tokens", o.depth);
   std::vector<int> batches = ParseBatches(o.batches);
   std::unique_ptr<FileSet> files;
   std::unique_ptr<ModelPackage> package;
@@ -143,6 +147,12 @@ void Run(const BenchOptions& o) {
                                                   *backend, 1, linear_dtype)
                       : package->LoadModel(*backend);
   const ModelConfig& c = model->config();
+  constexpr int64_t kWarmupSteps = 4;  // decode steps before the timed ones (CUDA: graph capture)
+  if (o.depth > 0 && o.depth + o.n_gen + kWarmupSteps > c.max_position_embeddings)
+    ThrowError(ErrorCode::kInvalidArgument,
+               "--depth {} + --n-gen {} + {} warm-up steps = {} tokens exceed the model's max_position_embeddings "
+               "of {}",
+               o.depth, o.n_gen, kWarmupSteps, o.depth + o.n_gen + kWarmupSteps, c.max_position_embeddings);
   std::printf("model: %s, %d layers, hidden %lld, vocab %lld%s; backend %s; loaded in %.1f s\n",
               std::string(ArchitectureName(c.arch)).c_str(), c.num_layers, static_cast<long long>(c.hidden_size),
               static_cast<long long>(c.vocab_size),
@@ -173,7 +183,7 @@ void Run(const BenchOptions& o) {
     }
     std::sort(times.begin(), times.end());
     double t = times[times.size() / 2];
-    Row row{"pp" + std::to_string(o.n_prompt), 1, n / t, t * 1e3, -1, ""};
+    Row row{"pp" + std::to_string(o.n_prompt), 1, 0, n / t, t * 1e3, -1, ""};
     if (ceil && ceil->bf16_flops_per_s > 0) {
       row.ceiling_fraction = flops / t / ceil->bf16_flops_per_s;
       row.ceiling = fmt::format("{:.0f} TFLOP/s of {:.0f}", flops / t / 1e12, ceil->bf16_flops_per_s / 1e12);
@@ -183,8 +193,29 @@ void Run(const BenchOptions& o) {
   // Generation.
   for (int b : batches) {
     ModelCounts mc = Count(c, std::min<double>(c.num_experts, static_cast<double>(b) * c.num_experts_per_tok));
-    auto state = backend->CreateState(model->MakeStateSpec(b, o.n_gen + 4));
+    auto state = backend->CreateState(model->MakeStateSpec(b, o.depth + o.n_gen + kWarmupSteps));
     std::vector<float> logits;
+    // --depth: every sequence gets its context first, in forward passes of at most kPrefillChunk tokens
+    // continuing at the slot's length. Only the very last pass returns a logit row: its copy to the host
+    // waits for the device, so the time printed covers the whole prefill.
+    if (o.depth > 0) {
+      constexpr int64_t kPrefillChunk = 4096;
+      auto t_fill = std::chrono::steady_clock::now();
+      for (int s = 0; s < b; ++s) {
+        for (int64_t p0 = 0; p0 < o.depth; p0 += kPrefillChunk) {
+          const int64_t n = std::min(kPrefillChunk, o.depth - p0);
+          ForwardBatch chunk;
+          chunk.tokens.resize(static_cast<size_t>(n));
+          for (int64_t i = 0; i < n; ++i)
+            chunk.tokens[static_cast<size_t>(i)] = static_cast<int32_t>(((p0 + i) * 7919 + s * 104729 + 13) % vocab);
+          chunk.seqs.push_back(BatchSeq{s, 0, n, p0});
+          if (s == b - 1 && p0 + n == o.depth) chunk.logit_rows.push_back(static_cast<int32_t>(n - 1));
+          model->Forward(chunk, *state, logits);
+        }
+      }
+      std::printf("tg%lld batch %d: context of %lld tokens prefilled in %.1f s\n", static_cast<long long>(o.n_gen), b,
+                  static_cast<long long>(o.depth), Seconds(t_fill, std::chrono::steady_clock::now()));
+    }
     auto step = [&](int64_t pos) {
       ForwardBatch batch;
       for (int s = 0; s < b; ++s) {
@@ -194,11 +225,17 @@ void Run(const BenchOptions& o) {
       }
       model->Forward(batch, *state, logits);
     };
-    for (int64_t pos = 0; pos < 4; ++pos) step(pos);  // warm-up (CUDA: graph capture)
-    for (int s = 0; s < b; ++s) state->ClearSlot(s);
+    // Warm-up (CUDA: graph capture). Without --depth the slots are then cleared and the timed steps
+    // start at 0; with it they continue after the warm-up tokens, keeping the context.
+    for (int64_t pos = o.depth; pos < o.depth + kWarmupSteps; ++pos) step(pos);
+    int64_t first = o.depth + kWarmupSteps;
+    if (o.depth == 0) {
+      for (int s = 0; s < b; ++s) state->ClearSlot(s);
+      first = 0;
+    }
     std::optional<BackendCounters> before = ReadBackendCounters(*backend);
     auto t0 = std::chrono::steady_clock::now();
-    for (int64_t pos = 0; pos < o.n_gen; ++pos) step(pos);
+    for (int64_t pos = first; pos < first + o.n_gen; ++pos) step(pos);
     double t = Seconds(t0, std::chrono::steady_clock::now());
     if (std::optional<BackendCounters> after = ReadBackendCounters(*backend); before && after) {
       int64_t timed = after->units_timed - before->units_timed;
@@ -212,13 +249,15 @@ void Run(const BenchOptions& o) {
     }
     double step_s = t / static_cast<double>(o.n_gen);
     // Bytes read per step: every weight but the embedding table, and the K/V of each sequence's context.
-    double avg_context = (static_cast<double>(o.n_gen) + 1) / 2;
+    double avg_context = static_cast<double>(first) + (static_cast<double>(o.n_gen) + 1) / 2;
     // Quantized dummy weights: bytes per parameter of their type (routers stay bf16; a small error).
     const double weight_bytes_per_param =
         static_cast<double>(DTypeBlockBytes(linear_dtype)) / static_cast<double>(DTypeBlockSize(linear_dtype));
     double bytes = weight_bytes_per_param * (mc.linear_params + mc.lm_head_params) +
                    b * avg_context * mc.kv_bytes_per_token;
-    Row row{"tg" + std::to_string(o.n_gen), b, b / step_s, step_s * 1e3, -1, ""};
+    std::string test = "tg" + std::to_string(o.n_gen);
+    if (o.depth > 0) test += " @ d" + std::to_string(o.depth);
+    Row row{test, b, o.depth, b / step_s, step_s * 1e3, -1, ""};
     if (ceil && ceil->copy_bytes_per_s > 0) {
       row.ceiling_fraction = bytes / step_s / ceil->copy_bytes_per_s;
       row.ceiling = fmt::format("{:.0f} GB/s of {:.0f}", bytes / step_s / 1e9, ceil->copy_bytes_per_s / 1e9);
@@ -237,8 +276,8 @@ void Run(const BenchOptions& o) {
     out << "{\"backend\": \"" << backend->name() << "\", \"rows\": [";
     for (size_t i = 0; i < rows.size(); ++i)
       out << (i ? ", " : "") << "{\"test\": \"" << rows[i].test << "\", \"batch\": " << rows[i].batch
-          << ", \"tokens_per_s\": " << rows[i].tokens_per_s << ", \"ms\": " << rows[i].ms
-          << ", \"ceiling_fraction\": " << rows[i].ceiling_fraction << "}";
+          << ", \"depth\": " << rows[i].depth << ", \"tokens_per_s\": " << rows[i].tokens_per_s
+          << ", \"ms\": " << rows[i].ms << ", \"ceiling_fraction\": " << rows[i].ceiling_fraction << "}";
     out << "]}\n";
   }
 }
@@ -253,6 +292,11 @@ void RegisterBenchCommand(CLI::App& app) {
   AddBackendOptions(cmd, o->backend, o->dummy_weights);
   cmd->add_option("--n-prompt,-p", o->n_prompt, "Prompt tokens processed in one forward pass")->capture_default_str();
   cmd->add_option("--n-gen,-n", o->n_gen, "Tokens generated per sequence")->capture_default_str();
+  cmd->add_option("--depth,-d", o->depth,
+                  "Context tokens before the timed decode steps: every sequence is first prefilled with D tokens "
+                  "(not timed; the prompt test is unaffected), then decoded from position D + 4 after the "
+                  "warm-up steps (llama-bench -d)")
+      ->capture_default_str();
   cmd->add_option("--batch,-b", o->batches, "Generation batch sizes, comma-separated")->capture_default_str();
   cmd->add_option("--repetitions,-r", o->repetitions, "Timed prompt runs (median reported)")->capture_default_str();
   cmd->add_option("--json", o->json_path, "Also write the results as JSON to this file");
