@@ -274,7 +274,15 @@ TEST(Cli, BenchWithDepth) {
   EXPECT_NE(r.output.find("| tg2 | 2 |"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("prefilled"), std::string::npos) << r.output;
 
-  ExpectError(model + " --depth -1", {"--depth -1", "0 or more"});
+  r = RunCli(model + " --depth 0,5");  // a list: a row per batch size and depth
+  ASSERT_EQ(r.status, 0) << r.output;
+  for (const char* part : {"| tg2 | 1 |", "| tg2 @ d5 | 1 |", "| tg2 | 2 |", "| tg2 @ d5 | 2 |"})
+    EXPECT_NE(r.output.find(part), std::string::npos) << part << "\n" << r.output;
+
+  ExpectError(model + " --depth -1", {"--depth: '-1'", "0 or more"});
+  ExpectError(model + " --depth 5,x", {"--depth: 'x'"});
+  ExpectError("bench --backend cpu --model " + ModelDir("qwen3-next-tiny") + " -p 4 -n 2 -b 1,0",
+              {"--batch: '0'", "positive"});
   // qwen3-next-tiny has max_position_embeddings 4096: 4092 + 2 + 4 warm-up steps = 4098 tokens.
   ExpectError(model + " --depth 4092", {"4098", "max_position_embeddings of 4096"});
 }

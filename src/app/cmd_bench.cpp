@@ -28,7 +28,7 @@ struct BenchOptions {
   BackendOptions backend;
   int64_t n_prompt = 512;
   int64_t n_gen = 128;
-  int64_t depth = 0;  // context tokens of each sequence before the timed decode steps
+  std::string depths = "0";  // context tokens of each sequence before the timed decode steps
   std::string batches = "1,2,4,8";
   int repetitions = 3;
   std::string json_path;
@@ -97,21 +97,25 @@ ModelCounts Count(const ModelConfig& c, double experts_per_moe_layer) {
   return m;
 }
 
-std::vector<int> ParseBatches(const std::string& text) {
-  std::vector<int> out;
+// A comma-separated list of integers >= min_value (--batch, --depth).
+std::vector<int64_t> ParseList(const std::string& text, const char* option, int64_t min_value, const char* what,
+                               const char* example) {
+  std::vector<int64_t> out;
   std::stringstream ss(text);
   std::string item;
   while (std::getline(ss, item, ',')) {
-    int b = 0;
+    int64_t v = min_value - 1;
+    size_t used = 0;
     try {
-      b = std::stoi(item);
+      v = std::stoll(item, &used);
     } catch (...) {
-      b = 0;
+      used = 0;
     }
-    if (b < 1) ThrowError(ErrorCode::kInvalidArgument, "--batch: '{}' is not a positive batch size", item);
-    out.push_back(b);
+    if (used == 0 || used != item.size() || v < min_value)
+      ThrowError(ErrorCode::kInvalidArgument, "{}: '{}' is not {}", option, item, what);
+    out.push_back(v);
   }
-  if (out.empty()) ThrowError(ErrorCode::kInvalidArgument, "--batch: expected batch sizes such as 1,2,4,8");
+  if (out.empty()) ThrowError(ErrorCode::kInvalidArgument, "{}: expected a list such as {}", option, example);
   return out;
 }
 
@@ -130,8 +134,9 @@ struct Row {
 void Run(const BenchOptions& o) {
   if (o.n_prompt < 1 || o.n_gen < 1 || o.repetitions < 1)
     ThrowError(ErrorCode::kInvalidArgument, "--n-prompt, --n-gen and --repetitions must be positive");
-  if (o.depth < 0) ThrowError(ErrorCode::kInvalidArgument, "--depth {}: must be 0 or more context tokens", o.depth);
-  std::vector<int> batches = ParseBatches(o.batches);
+  const std::vector<int64_t> batches = ParseList(o.batches, "--batch", 1, "a positive batch size", "1,2,4,8");
+  const std::vector<int64_t> depths =
+      ParseList(o.depths, "--depth", 0, "a context length of 0 or more tokens", "0,4096");
   std::unique_ptr<FileSet> files;
   std::unique_ptr<ModelPackage> package;
   if (!o.dummy_weights) package = OpenModel(o.model_path);
@@ -148,11 +153,12 @@ void Run(const BenchOptions& o) {
                       : package->LoadModel(*backend);
   const ModelConfig& c = model->config();
   constexpr int64_t kWarmupSteps = 4;  // decode steps before the timed ones (CUDA: graph capture)
-  if (o.depth > 0 && o.depth + o.n_gen + kWarmupSteps > c.max_position_embeddings)
-    ThrowError(ErrorCode::kInvalidArgument,
-               "--depth {} + --n-gen {} + {} warm-up steps = {} tokens exceed the model's max_position_embeddings "
-               "of {}",
-               o.depth, o.n_gen, kWarmupSteps, o.depth + o.n_gen + kWarmupSteps, c.max_position_embeddings);
+  for (int64_t depth : depths)
+    if (depth > 0 && depth + o.n_gen + kWarmupSteps > c.max_position_embeddings)
+      ThrowError(ErrorCode::kInvalidArgument,
+                 "--depth {} + --n-gen {} + {} warm-up steps = {} tokens exceed the model's max_position_embeddings "
+                 "of {}",
+                 depth, o.n_gen, kWarmupSteps, depth + o.n_gen + kWarmupSteps, c.max_position_embeddings);
   std::printf("model: %s, %d layers, hidden %lld, vocab %lld%s; backend %s; loaded in %.1f s\n",
               std::string(ArchitectureName(c.arch)).c_str(), c.num_layers, static_cast<long long>(c.hidden_size),
               static_cast<long long>(c.vocab_size),
@@ -191,79 +197,82 @@ void Run(const BenchOptions& o) {
     rows.push_back(row);
   }
   // Generation.
-  for (int b : batches) {
-    ModelCounts mc = Count(c, std::min<double>(c.num_experts, static_cast<double>(b) * c.num_experts_per_tok));
-    auto state = backend->CreateState(model->MakeStateSpec(b, o.depth + o.n_gen + kWarmupSteps));
-    std::vector<float> logits;
-    // --depth: every sequence gets its context first, in forward passes of at most kPrefillChunk tokens
-    // continuing at the slot's length. Only the very last pass returns a logit row: its copy to the host
-    // waits for the device, so the time printed covers the whole prefill.
-    if (o.depth > 0) {
-      constexpr int64_t kPrefillChunk = 4096;
-      auto t_fill = std::chrono::steady_clock::now();
-      for (int s = 0; s < b; ++s) {
-        for (int64_t p0 = 0; p0 < o.depth; p0 += kPrefillChunk) {
-          const int64_t n = std::min(kPrefillChunk, o.depth - p0);
-          ForwardBatch chunk;
-          chunk.tokens.resize(static_cast<size_t>(n));
-          for (int64_t i = 0; i < n; ++i)
-            chunk.tokens[static_cast<size_t>(i)] = static_cast<int32_t>(((p0 + i) * 7919 + s * 104729 + 13) % vocab);
-          chunk.seqs.push_back(BatchSeq{s, 0, n, p0});
-          if (s == b - 1 && p0 + n == o.depth) chunk.logit_rows.push_back(static_cast<int32_t>(n - 1));
-          model->Forward(chunk, *state, logits);
+  for (int64_t b64 : batches)
+    for (int64_t depth : depths) {
+      const int b = static_cast<int>(b64);
+      ModelCounts mc = Count(c, std::min<double>(c.num_experts, static_cast<double>(b) * c.num_experts_per_tok));
+      auto state = backend->CreateState(model->MakeStateSpec(b, depth + o.n_gen + kWarmupSteps));
+      std::vector<float> logits;
+      // --depth: every sequence gets its context first, in forward passes of at most kPrefillChunk tokens
+      // continuing at the slot's length. Only the very last pass returns a logit row: its copy to the host
+      // waits for the device, so the time printed covers the whole prefill.
+      if (depth > 0) {
+        constexpr int64_t kPrefillChunk = 4096;
+        auto t_fill = std::chrono::steady_clock::now();
+        for (int s = 0; s < b; ++s) {
+          for (int64_t p0 = 0; p0 < depth; p0 += kPrefillChunk) {
+            const int64_t n = std::min(kPrefillChunk, depth - p0);
+            ForwardBatch chunk;
+            chunk.tokens.resize(static_cast<size_t>(n));
+            for (int64_t i = 0; i < n; ++i)
+              chunk.tokens[static_cast<size_t>(i)] = static_cast<int32_t>(((p0 + i) * 7919 + s * 104729 + 13) % vocab);
+            chunk.seqs.push_back(BatchSeq{s, 0, n, p0});
+            if (s == b - 1 && p0 + n == depth) chunk.logit_rows.push_back(static_cast<int32_t>(n - 1));
+            model->Forward(chunk, *state, logits);
+          }
         }
+        std::printf("tg%lld batch %d: context of %lld tokens prefilled in %.1f s\n", static_cast<long long>(o.n_gen), b,
+                    static_cast<long long>(depth), Seconds(t_fill, std::chrono::steady_clock::now()));
       }
-      std::printf("tg%lld batch %d: context of %lld tokens prefilled in %.1f s\n", static_cast<long long>(o.n_gen), b,
-                  static_cast<long long>(o.depth), Seconds(t_fill, std::chrono::steady_clock::now()));
-    }
-    auto step = [&](int64_t pos) {
-      ForwardBatch batch;
-      for (int s = 0; s < b; ++s) {
-        batch.tokens.push_back(static_cast<int32_t>((pos * 7 + s * 13 + 1) % vocab));
-        batch.seqs.push_back(BatchSeq{s, s, 1, pos});
-        batch.logit_rows.push_back(s);
+      auto step = [&](int64_t pos) {
+        ForwardBatch batch;
+        for (int s = 0; s < b; ++s) {
+          batch.tokens.push_back(static_cast<int32_t>((pos * 7 + s * 13 + 1) % vocab));
+          batch.seqs.push_back(BatchSeq{s, s, 1, pos});
+          batch.logit_rows.push_back(s);
+        }
+        model->Forward(batch, *state, logits);
+      };
+      // Warm-up (CUDA: graph capture). Without --depth the slots are then cleared and the timed steps
+      // start at 0; with it they continue after the warm-up tokens, keeping the context.
+      for (int64_t pos = depth; pos < depth + kWarmupSteps; ++pos) step(pos);
+      int64_t first = depth + kWarmupSteps;
+      if (depth == 0) {
+        for (int s = 0; s < b; ++s) state->ClearSlot(s);
+        first = 0;
       }
-      model->Forward(batch, *state, logits);
-    };
-    // Warm-up (CUDA: graph capture). Without --depth the slots are then cleared and the timed steps
-    // start at 0; with it they continue after the warm-up tokens, keeping the context.
-    for (int64_t pos = o.depth; pos < o.depth + kWarmupSteps; ++pos) step(pos);
-    int64_t first = o.depth + kWarmupSteps;
-    if (o.depth == 0) {
-      for (int s = 0; s < b; ++s) state->ClearSlot(s);
-      first = 0;
+      std::optional<BackendCounters> before = ReadBackendCounters(*backend);
+      auto t0 = std::chrono::steady_clock::now();
+      for (int64_t pos = first; pos < first + o.n_gen; ++pos) step(pos);
+      double t = Seconds(t0, std::chrono::steady_clock::now());
+      if (std::optional<BackendCounters> after = ReadBackendCounters(*backend); before && after) {
+        int64_t timed = after->units_timed - before->units_timed;
+        std::printf(
+            "tg%lld batch %d: %lld units replayed as graphs, %lld captured, %lld eager; GPU busy %.3f ms of "
+            "%.3f ms per step\n",
+            static_cast<long long>(o.n_gen), b, static_cast<long long>(after->units_replayed - before->units_replayed),
+            static_cast<long long>(after->units_captured - before->units_captured),
+            static_cast<long long>(after->units_eager - before->units_eager),
+            timed > 0 ? (after->gpu_ms - before->gpu_ms) / static_cast<double>(timed) : 0.0,
+            t * 1e3 / static_cast<double>(o.n_gen));
+      }
+      double step_s = t / static_cast<double>(o.n_gen);
+      // Bytes read per step: every weight but the embedding table, and the K/V of each sequence's context.
+      double avg_context = static_cast<double>(first) + (static_cast<double>(o.n_gen) + 1) / 2;
+      // Quantized dummy weights: bytes per parameter of their type (routers stay bf16; a small error).
+      const double weight_bytes_per_param =
+          static_cast<double>(DTypeBlockBytes(linear_dtype)) / static_cast<double>(DTypeBlockSize(linear_dtype));
+      double bytes =
+          weight_bytes_per_param * (mc.linear_params + mc.lm_head_params) + b * avg_context * mc.kv_bytes_per_token;
+      std::string test = "tg" + std::to_string(o.n_gen);
+      if (depth > 0) test += " @ d" + std::to_string(depth);
+      Row row{test, b, depth, b / step_s, step_s * 1e3, -1, ""};
+      if (ceil && ceil->copy_bytes_per_s > 0) {
+        row.ceiling_fraction = bytes / step_s / ceil->copy_bytes_per_s;
+        row.ceiling = fmt::format("{:.0f} GB/s of {:.0f}", bytes / step_s / 1e9, ceil->copy_bytes_per_s / 1e9);
+      }
+      rows.push_back(row);
     }
-    std::optional<BackendCounters> before = ReadBackendCounters(*backend);
-    auto t0 = std::chrono::steady_clock::now();
-    for (int64_t pos = first; pos < first + o.n_gen; ++pos) step(pos);
-    double t = Seconds(t0, std::chrono::steady_clock::now());
-    if (std::optional<BackendCounters> after = ReadBackendCounters(*backend); before && after) {
-      int64_t timed = after->units_timed - before->units_timed;
-      std::printf("tg%lld batch %d: %lld units replayed as graphs, %lld captured, %lld eager; GPU busy %.3f ms of "
-                  "%.3f ms per step\n",
-                  static_cast<long long>(o.n_gen), b, static_cast<long long>(after->units_replayed - before->units_replayed),
-                  static_cast<long long>(after->units_captured - before->units_captured),
-                  static_cast<long long>(after->units_eager - before->units_eager),
-                  timed > 0 ? (after->gpu_ms - before->gpu_ms) / static_cast<double>(timed) : 0.0,
-                  t * 1e3 / static_cast<double>(o.n_gen));
-    }
-    double step_s = t / static_cast<double>(o.n_gen);
-    // Bytes read per step: every weight but the embedding table, and the K/V of each sequence's context.
-    double avg_context = static_cast<double>(first) + (static_cast<double>(o.n_gen) + 1) / 2;
-    // Quantized dummy weights: bytes per parameter of their type (routers stay bf16; a small error).
-    const double weight_bytes_per_param =
-        static_cast<double>(DTypeBlockBytes(linear_dtype)) / static_cast<double>(DTypeBlockSize(linear_dtype));
-    double bytes = weight_bytes_per_param * (mc.linear_params + mc.lm_head_params) +
-                   b * avg_context * mc.kv_bytes_per_token;
-    std::string test = "tg" + std::to_string(o.n_gen);
-    if (o.depth > 0) test += " @ d" + std::to_string(o.depth);
-    Row row{test, b, o.depth, b / step_s, step_s * 1e3, -1, ""};
-    if (ceil && ceil->copy_bytes_per_s > 0) {
-      row.ceiling_fraction = bytes / step_s / ceil->copy_bytes_per_s;
-      row.ceiling = fmt::format("{:.0f} GB/s of {:.0f}", bytes / step_s / 1e9, ceil->copy_bytes_per_s / 1e9);
-    }
-    rows.push_back(row);
-  }
 
   std::printf("\n| test | batch | tokens/s | ms / forward | of ceiling | achieved |\n|---|---:|---:|---:|---:|---|\n");
   for (const Row& r : rows)
@@ -292,10 +301,10 @@ void RegisterBenchCommand(CLI::App& app) {
   AddBackendOptions(cmd, o->backend, o->dummy_weights);
   cmd->add_option("--n-prompt,-p", o->n_prompt, "Prompt tokens processed in one forward pass")->capture_default_str();
   cmd->add_option("--n-gen,-n", o->n_gen, "Tokens generated per sequence")->capture_default_str();
-  cmd->add_option("--depth,-d", o->depth,
-                  "Context tokens before the timed decode steps: every sequence is first prefilled with D tokens "
-                  "(not timed; the prompt test is unaffected), then decoded from position D + 4 after the "
-                  "warm-up steps (llama-bench -d)")
+  cmd->add_option("--depth,-d", o->depths,
+                  "Context tokens before the timed decode steps, comma-separated (one row per batch size and "
+                  "depth): every sequence is first prefilled with D tokens (not timed; the prompt test is "
+                  "unaffected), then decoded from position D + 4 after the warm-up steps (llama-bench -d)")
       ->capture_default_str();
   cmd->add_option("--batch,-b", o->batches, "Generation batch sizes, comma-separated")->capture_default_str();
   cmd->add_option("--repetitions,-r", o->repetitions, "Timed prompt runs (median reported)")->capture_default_str();
