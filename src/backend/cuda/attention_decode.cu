@@ -12,9 +12,13 @@
 namespace infernix::cuda {
 namespace {
 
-constexpr int kThreads = 128;
+constexpr int kThreads = 256;  // 8 warps: a warp per query head of a GQA group of 8 (Qwen3-30B-A3B, -Next)
 constexpr int kKeys = 32;  // keys per shared-memory sub-tile
 static_assert(kPageSize % kKeys == 0, "a sub-tile lies within one KV page");
+
+// K rows in shared memory are padded by 16 bytes: a lane per key then reads its row 16 bytes at a time
+// without bank conflicts (for head_dim a multiple of 16).
+__host__ __device__ inline int KeyStride(int d) { return d + 8; }
 
 struct SmemLayout {
   size_t qs, os, ss, ms, ls, al, ks, vs, total;
@@ -34,7 +38,7 @@ __host__ __device__ inline SmemLayout Layout(int group, int d) {
   l.ms = take(sizeof(float) * group);
   l.ls = take(sizeof(float) * group);
   l.al = take(sizeof(float) * group);
-  l.ks = take(sizeof(bf16) * 2 * kKeys * d);  // two sub-tiles: the one in use and the next
+  l.ks = take(sizeof(bf16) * 2 * kKeys * KeyStride(d));  // two sub-tiles: the one in use and the next
   l.vs = take(sizeof(bf16) * 2 * kKeys * d);
   l.total = off;
   return l;
@@ -79,22 +83,25 @@ __global__ void __launch_bounds__(kThreads)
   }
   const bf16* kpages = static_cast<const bf16*>(kv.k_pages);
   const bf16* vpages = static_cast<const bf16*>(kv.v_pages);
-  const int warp = tid >> 5, lane = tid & 31;
+  const int warp = tid >> 5, lane = tid & 31, kst = KeyStride(d);
   // Sub-tile [kb, kb + kKeys) into buffer buf: its keys are consecutive rows of one page.
   auto load = [&](int kb, int buf) {
     const int nk = min(kKeys, end - kb);
     const int page = kv.page_table[static_cast<int64_t>(slot) * kv.pages_per_slot + kb / kPageSize];
     const int64_t src = ((static_cast<int64_t>(page) * hkv + kvh) * kPageSize + kb % kPageSize) * d;
-    bf16* kd = ks + buf * kKeys * d;
+    bf16* kd = ks + buf * kKeys * kst;
     bf16* vd = vs + buf * kKeys * d;
     if (d % 8 == 0) {
-      for (int i = tid * 8; i < nk * d; i += kThreads * 8) {
-        CpAsync16(kd + i, kpages + src + i);
-        CpAsync16(vd + i, vpages + src + i);
+      const int units = d / 8;
+      for (int i = tid; i < nk * units; i += kThreads) {
+        const int j = i / units, c = (i - j * units) * 8;
+        CpAsync16(kd + j * kst + c, kpages + src + j * d + c);
+        CpAsync16(vd + j * d + c, vpages + src + j * d + c);
       }
     } else {
       for (int i = tid; i < nk * d; i += kThreads) {
-        kd[i] = kpages[src + i];
+        const int j = i / d;
+        kd[j * kst + i - j * d] = kpages[src + i];
         vd[i] = vpages[src + i];
       }
     }
@@ -112,24 +119,37 @@ __global__ void __launch_bounds__(kThreads)
       CpAsyncWait<0>();
     }
     __syncthreads();
-    const bf16* kt = ks + buf * kKeys * d;
+    const bf16* kt = ks + buf * kKeys * kst;
     const bf16* vt = vs + buf * kKeys * d;
-    // Scores: warps take (head, key) pairs, lanes split head_dim.
-    for (int pair = warp; pair < group * nk; pair += kThreads / 32) {
-      int gi = pair / nk, j = pair - gi * nk;
-      float acc = 0;
-      for (int dd = lane; dd < d; dd += 32) acc += qs[gi * d + dd] * __bfloat162float(kt[j * d + dd]);
-      acc = WarpSum(acc);
-      if (lane == 0) ss[gi * kKeys + j] = acc;
-    }
-    __syncthreads();
-    // Online softmax, one warp per head of the group, lane = key.
+    // Scores and the online softmax: a warp per head of the group, a lane per key.
     for (int gi = warp; gi < group; gi += kThreads / 32) {
-      const float sc = lane < nk ? ss[gi * kKeys + lane] : -INFINITY;
+      float sc = -INFINITY;
+      if (lane < nk) {
+        const bf16* kr = kt + lane * kst;
+        const float* qr = qs + gi * d;
+        float acc = 0;
+        if (d % 8 == 0) {
+#pragma unroll 4
+          for (int c = 0; c < d; c += 8) {
+            const uint4 raw = *reinterpret_cast<const uint4*>(kr + c);
+            const __nv_bfloat162* kh = reinterpret_cast<const __nv_bfloat162*>(&raw);
+            const float4 qa = *reinterpret_cast<const float4*>(qr + c),
+                         qb = *reinterpret_cast<const float4*>(qr + c + 4);
+            const float2 k0 = __bfloat1622float2(kh[0]), k1 = __bfloat1622float2(kh[1]);
+            const float2 k2 = __bfloat1622float2(kh[2]), k3 = __bfloat1622float2(kh[3]);
+            acc += qa.x * k0.x + qa.y * k0.y + qa.z * k1.x + qa.w * k1.y + qb.x * k2.x + qb.y * k2.y + qb.z * k3.x +
+                   qb.w * k3.y;
+          }
+        } else {
+          for (int dd = 0; dd < d; ++dd) acc += qr[dd] * __bfloat162float(kr[dd]);
+        }
+        sc = acc;
+      }
       const float m_old = ms[gi], m_new = fmaxf(m_old, WarpMax(sc));
       const float p = lane < nk ? expf(sc - m_new) : 0.0f;
-      if (lane < nk) ss[gi * kKeys + lane] = p;
+      ss[gi * kKeys + lane] = p;
       const float sum = WarpSum(p);
+      __syncwarp();  // every lane has read ms[gi] before lane 0 updates it
       if (lane == 0) {
         const float a = expf(m_old - m_new);  // 0 on the first sub-tile (m_old = -inf)
         al[gi] = a;
@@ -138,11 +158,34 @@ __global__ void __launch_bounds__(kThreads)
       }
     }
     __syncthreads();
-    for (int i = tid; i < group * d; i += kThreads) {
-      int gi = i / d, dd = i - gi * d;
-      float o = os[i] * al[gi];
-      for (int j = 0; j < nk; ++j) o += ss[gi * kKeys + j] * __bfloat162float(vt[j * d + dd]);
-      os[i] = o;
+    // o += p v: a thread per (two heads, two columns) when it can, so that each V load serves four sums.
+    if (d % 2 == 0 && group % 2 == 0) {
+      const int half = d / 2, hg = group / 2;
+      const __nv_bfloat162* vt2 = reinterpret_cast<const __nv_bfloat162*>(vt);
+      float2* os2 = reinterpret_cast<float2*>(os);
+      for (int i = tid; i < hg * half; i += kThreads) {
+        const int g0 = (i / half) * 2, c = i - (i / half) * half;
+        const float a0 = al[g0], a1 = al[g0 + 1];
+        float2 o0 = os2[g0 * half + c], o1 = os2[(g0 + 1) * half + c];
+        o0.x *= a0, o0.y *= a0, o1.x *= a1, o1.y *= a1;
+        const float* p0 = ss + g0 * kKeys;
+        const float* p1 = p0 + kKeys;
+#pragma unroll 4
+        for (int j = 0; j < nk; ++j) {
+          const float2 v = __bfloat1622float2(vt2[j * half + c]);
+          o0.x += p0[j] * v.x, o0.y += p0[j] * v.y;
+          o1.x += p1[j] * v.x, o1.y += p1[j] * v.y;
+        }
+        os2[g0 * half + c] = o0;
+        os2[(g0 + 1) * half + c] = o1;
+      }
+    } else {
+      for (int i = tid; i < group * d; i += kThreads) {
+        int gi = i / d, dd = i - gi * d;
+        float o = os[i] * al[gi];
+        for (int j = 0; j < nk; ++j) o += ss[gi * kKeys + j] * __bfloat162float(vt[j * d + dd]);
+        os[i] = o;
+      }
     }
   }
   __syncthreads();
