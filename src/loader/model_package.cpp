@@ -62,11 +62,12 @@ std::unique_ptr<ChatTemplate> ModelPackage::LoadChatTemplate() const {
 }
 
 GenerationDefaults ModelPackage::LoadGenerationDefaults() const {
-  GenerationDefaults g = gguf_ ? GgufGenerationDefaults() : infernix::LoadGenerationDefaults(*files_);
+  if (gguf_) return GgufGenerationDefaults();  // checks its ids itself, naming the metadata key
+  GenerationDefaults g = infernix::LoadGenerationDefaults(*files_);
   for (int32_t id : g.eos_token_ids)  // the sampler and grammar masks index by them
     if (id < 0 || id >= config_.vocab_size)
       ThrowError(ErrorCode::kInvalidArgument, "{}: end-of-sequence token id {} is outside the model's vocabulary [0, {})",
-                 gguf_ ? gguf_->path() : files_->DisplayPath("generation_config.json"), id, config_.vocab_size);
+                 files_->DisplayPath("generation_config.json"), id, config_.vocab_size);
   return g;
 }
 
