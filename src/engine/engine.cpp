@@ -250,7 +250,7 @@ void Engine::Step() {
     batch.seqs.push_back(BatchSeq{s.slot, begin, s.n_tokens, s.pos_begin});
     if (s.wants_logits) batch.logit_rows.push_back(static_cast<int32_t>(begin + s.n_tokens - 1));
   }
-  std::vector<float> logits;
+  std::vector<float>& logits = logits_;
   try {
     model_.Forward(batch, *state_, logits);
   } catch (const std::exception& e) {

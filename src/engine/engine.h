@@ -89,6 +89,7 @@ class Engine {
   uint64_t next_id_ = 1;
 
   std::map<uint64_t, std::unique_ptr<Active>> active_;  // engine thread only
+  std::vector<float> logits_;  // engine thread only: reused, so that a decode step does not re-zero it
   std::thread thread_;
 };
 

@@ -46,7 +46,8 @@ class Model {
   // State sizes for `max_slots` concurrent sequences of up to `max_context` tokens each.
   StateSpec MakeStateSpec(int max_slots, int64_t max_context) const;
 
-  // Runs the batch and appends its tokens to `state`. logits: [logit_rows.size(), vocab_size] f32.
+  // Runs the batch and appends its tokens to `state`. logits: [logit_rows.size(), vocab_size] f32 (resized
+  // in place: reuse one vector across steps; after an error its contents are unspecified).
   // Errors: kInvalidArgument for a token id outside the vocabulary (naming its index),
   // kOutOfRange when a sequence would exceed the state's max_context.
   void Forward(const ForwardBatch& batch, SequenceState& state, std::vector<float>& logits);
