@@ -6,6 +6,9 @@
 #   qbench    the same model with quantized dummy weights ($QUANTS, default q8_0 q4_k), pp512 and tg64
 #   moebench  MoE models with dummy weights ($MOE_RUNS, default Qwen3-30B-A3B q4_k and FP8, and FP8
 #             Qwen3-Next-80B-A3B, all layers): pp64, tg32 at batch 1 and 8
+#   hybrid    issue 6 / 7 decode set with dummy weights: Qwen3-30B-A3B bf16 (pp2048; tg32 at batch 1 and
+#             8, depth 0 and 1024), Qwen3-Next-80B-A3B bf16 with 24 layers (pp8192; batch 1 and 8, depth
+#             0, 1024, 131072), FP8 Qwen3-Next-80B-A3B with all 48 layers (batch 1 and 8); ~6 minutes
 #   ncu       per-kernel time and DRAM traffic of batch-1 decode steps ($NCU_MODEL config, default
 #             qwen3-8b; $NCU_ARGS added to the bench command, e.g. "--num-layers 4 --dummy-quant q4_k";
 #             $NCU_SKIP / $NCU_COUNT launches skipped / profiled; $NCU_TAG names the log)
@@ -78,6 +81,16 @@ for step in "$@"; do
         cfg=${run%%:*} q=${run##*:}
         timeout 280 $BUILD/bin/infernix bench --model $SRC/bench/configs/$cfg.json --dummy-weights --backend cuda \
           --dummy-quant $q -p 64 -n 32 -b 1,8 -r 1 --json "$OUT/bench_${cfg}_$q.json" 2>&1 | tee "$OUT/bench_${cfg}_$q.log"
+      done ;;
+    hybrid)
+      echo "== bench, hybrid and MoE decode"
+      for args in "qwen3-30b-a3b:-p 2048 -b 1,8 -d 0,1024" "qwen3-next-80b-a3b:--num-layers 24 -p 8192 -b 1,8 -d 0,1024,131072" \
+                  "qwen3-next-80b-a3b:--dummy-quant f8_e4m3_b128 -p 64 -b 1,8"; do
+        cfg=${args%%:*}
+        echo "-- $cfg ${args#*:}"
+        # shellcheck disable=SC2086  # the arguments are meant to split
+        timeout 290 $BUILD/bin/infernix bench --model $SRC/bench/configs/$cfg.json --dummy-weights --backend cuda \
+          -n 32 -r 1 ${args#*:} 2>&1 | tee -a "$OUT/hybrid.log" | grep -E "GPU busy|^\| |prefilled|device:"
       done ;;
     ncu)
       echo "== ncu: kernels of decode steps at batch 1 (${NCU_MODEL:-qwen3-8b} ${NCU_ARGS:-})"
