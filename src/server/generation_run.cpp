@@ -13,7 +13,7 @@ Json RenderedTools(const ChatInput& input) {
   if (input.tool_choice != ToolChoiceMode::kNamed) return input.tools;
   Json only = Json::array();
   for (const auto& t : input.tools)
-    if (t.contains("function") && t["function"].value("name", "") == input.tool_choice_name) only.push_back(t);
+    if (t.contains("function") && StringMember(t["function"], "name") == input.tool_choice_name) only.push_back(t);
   return only;
 }
 

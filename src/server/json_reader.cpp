@@ -44,9 +44,17 @@ Json ParseRequestBody(const std::string& body) {
     j = Json::parse(body);
   } catch (const nlohmann::json::parse_error& e) {
     BadRequest("", fmt::format("malformed JSON in the request body at byte {}: {}", e.byte, e.what()));
+  } catch (const nlohmann::json::out_of_range& e) {  // a number no double holds (1e999)
+    BadRequest("", fmt::format("a number in the request body is out of range: {}", e.what()));
   }
   if (!j.is_object()) BadRequest("", "the request body must be a JSON object, got " + DescribeJsonType(j));
   return j;
+}
+
+std::string StringMember(const Json& obj, const char* key) {
+  if (!obj.is_object()) return "";
+  auto it = obj.find(key);
+  return it != obj.end() && it->is_string() ? it->get<std::string>() : "";
 }
 
 std::string DescribeJsonType(const Json& v) {

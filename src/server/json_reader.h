@@ -24,6 +24,9 @@ inline constexpr int kMaxRequestDepth = 512;
 // Parses a request body; malformed JSON is a 400 giving the byte position, nesting deeper than
 // kMaxRequestDepth a 400 saying so.
 Json ParseRequestBody(const std::string& body);
+// obj[key] when obj is an object whose member key is a string, else "" (never throws: for matching
+// a discriminator such as "type" before the member is validated).
+std::string StringMember(const Json& obj, const char* key);
 // "a string", "an array", ... for messages.
 std::string DescribeJsonType(const Json& v);
 

@@ -163,9 +163,13 @@ class TestServer {
 
   // POST `body`; a client that waits at most `timeout_ms` for the answer (then hangs up: status 0).
   Reply Post(const std::string& path, const Json& body, int timeout_ms = 60000) const {
+    return PostRaw(path, DumpJson(body), timeout_ms);
+  }
+  // The same with the body's bytes as they are (malformed JSON, invalid UTF-8).
+  Reply PostRaw(const std::string& path, const std::string& body, int timeout_ms = 60000) const {
     httplib::Client client("127.0.0.1", port_);
     client.set_read_timeout(timeout_ms / 1000, (timeout_ms % 1000) * 1000);
-    auto result = client.Post(path.c_str(), DumpJson(body), "application/json");
+    auto result = client.Post(path.c_str(), body, "application/json");
     if (!result) return {};
     return {result->status, result->body};
   }

@@ -15,7 +15,8 @@ std::string BlocksText(const Json& v, const std::string& param) {
   std::string text;
   for (size_t i = 0; i < v.size(); ++i) {
     std::string p = fmt::format("{}[{}]", param, i);
-    if (!v[i].is_object() || v[i].value("type", "") != "text" || !v[i].contains("text") || !v[i]["text"].is_string())
+    if (!v[i].is_object() || StringMember(v[i], "type") != "text" || !v[i].contains("text") ||
+        !v[i]["text"].is_string())
       BadRequest(p, p + ": expected a text block {\"type\": \"text\", \"text\": ...}");
     if (!text.empty()) text += "\n";
     text += v[i]["text"].get<std::string>();

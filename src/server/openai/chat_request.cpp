@@ -29,7 +29,7 @@ std::string FlattenContent(const Json& content, const std::string& param) {
     const Json& part = content[i];
     std::string p = fmt::format("{}[{}]", param, i);
     if (!part.is_object()) BadRequest(p, p + ": expected a content part object");
-    std::string type = part.value("type", "");
+    std::string type = JsonReader(part, p).String("type").value_or("");
     if (type != "text" && type != "input_text" && type != "output_text")
       BadRequest(p + ".type", fmt::format("{}.type: content parts of type '{}' are not supported (text only)", p, type));
     if (!part.contains("text") || !part["text"].is_string()) BadRequest(p + ".text", p + ".text: expected a string");
@@ -109,7 +109,7 @@ void ParseToolChoice(const Json& choice, ChatInput& input) {
              choice["function"].contains("name") && choice["function"]["name"].is_string()) {
     input.tool_choice = ToolChoiceMode::kNamed;
     input.tool_choice_name = choice["function"]["name"].get<std::string>();
-  } else if (choice.is_object() && choice.value("type", "") == "function" && choice.contains("name") &&
+  } else if (choice.is_object() && StringMember(choice, "type") == "function" && choice.contains("name") &&
              choice["name"].is_string()) {  // the Responses API's flat form
     input.tool_choice = ToolChoiceMode::kNamed;
     input.tool_choice_name = choice["name"].get<std::string>();
@@ -121,7 +121,7 @@ void ParseToolChoice(const Json& choice, ChatInput& input) {
     BadRequest("tool_choice", "tool_choice requires tools, but none were given");
   if (input.tool_choice == ToolChoiceMode::kNamed) {
     bool found = false;
-    for (const auto& t : input.tools) found = found || t["function"].value("name", "") == input.tool_choice_name;
+    for (const auto& t : input.tools) found = found || StringMember(t["function"], "name") == input.tool_choice_name;
     if (!found)
       BadRequest("tool_choice", "tool_choice names the function '" + input.tool_choice_name + "', which is not in tools");
   }
@@ -133,7 +133,8 @@ void ParseOpenAiTools(const JsonReader& body, ChatInput& input) {
     for (size_t i = 0; i < tools->size(); ++i) {
       std::string p = fmt::format("tools[{}]", i);
       const Json& t = (*tools)[i];
-      if (!t.is_object() || t.value("type", "") != "function" || !t.contains("function") || !t["function"].is_object())
+      if (!t.is_object() || StringMember(t, "type") != "function" || !t.contains("function") ||
+          !t["function"].is_object())
         BadRequest(p, p + ": expected {\"type\": \"function\", \"function\": {...}}");
       JsonReader f(t["function"], p + ".function");
       f.RequiredString("name");
