@@ -282,5 +282,37 @@ TEST(ServerMutation, EveryMutatedRequestIsServedOrRefusedInTheApisShape) {
   EXPECT_GT(served, 0);
 }
 
+// What the mutations found (500s before), as fixed cases with their messages.
+TEST(ServerMutation, FoundCasesAreBadRequestsNamingTheField) {
+  TestServer server;
+  const std::string model = server.service().model_id();
+  struct Case {
+    std::string path, body, message;
+  };
+  const std::vector<Case> cases = {
+      {"/v1/chat/completions",
+       R"({"model": ")" + model +
+           R"(", "max_tokens": 2, "messages": [{"role": "user", "content": [{"type": 1, "text": "hi"}]}]})",
+       "messages[0].content[0].type: expected a string, got an integer"},
+      {"/v1/responses",
+       R"({"model": ")" + model +
+           R"(", "max_output_tokens": 2, "input": [{"role": "user", "content": [{"type": [null], "text": "hi"}]}]})",
+       "input[0].content[0].type: expected a string, got an array"},
+      {"/v1/messages",
+       R"({"model": ")" + model +
+           R"(", "max_tokens": 2, "system": [{"type": {}, "text": "x"}], "messages": [{"role": "user", "content": "hi"}]})",
+       "system[0]: expected a text block"},
+      {"/v1/chat/completions",
+       R"({"model": ")" + model +
+           R"(", "max_tokens": 2, "temperature": 1e999, "messages": [{"role": "user", "content": "hi"}]})",
+       "out of range"},
+  };
+  for (const Case& c : cases) {
+    Reply r = server.PostRaw(c.path, c.body);
+    EXPECT_EQ(r.status, 400) << c.path << " " << c.body << "\n" << r.body;
+    EXPECT_NE(r.body.find(c.message), std::string::npos) << c.message << "\n" << r.body;
+  }
+}
+
 }  // namespace
 }  // namespace infernix
