@@ -2,9 +2,9 @@
 // rich valid request of each API is mutated at random, at the JSON level (a member removed, a value
 // replaced by one of another type or an extreme one, an unknown member added, an array emptied or
 // grown) and at the text level (a number out of range, invalid UTF-8, a truncated body), from fixed
-// seeds so that a failure reproduces; each request also streamed. Whatever the mutation, the server answers 200 (JSON, or
-// server-sent events when the mutation asked for a stream) or a 4xx in the API's own error shape -
-// never a 5xx, a dropped connection or a hang - and still serves a valid request afterwards.
+// seeds so that a failure reproduces; each request also streamed (1,800 requests by default). Whatever the mutation,
+// the server answers 200 (JSON, or server-sent events when the mutation asked for a stream) or a 4xx in the API's own
+// error shape - never a 5xx, a dropped connection or a hang - and still serves a valid request afterwards.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -101,11 +101,35 @@ std::vector<Endpoint> Endpoints(const std::string& model) {
       {"stop_sequences", {"x"}},
       {"thinking", {{"type", "disabled"}}},
       {"stream", false}};
-  std::vector<Endpoint> out = {{"/v1/chat/completions", Api::kOpenAi, chat},
-                               {"/v1/chat/completions", Api::kOpenAi, chat_schema},
-                               {"/v1/completions", Api::kOpenAi, completion},
-                               {"/v1/responses", Api::kOpenAi, responses},
-                               {"/v1/messages", Api::kAnthropic, messages}};
+  Json chat_forced = {{"model", model},
+                      {"messages", {{{"role", "user"}, {"content", "Weather in Paris?"}}}},
+                      {"tools", chat["tools"]},
+                      {"tool_choice", {{"type", "function"}, {"function", {{"name", "get_weather"}}}}},
+                      {"chat_template_kwargs", {{"enable_thinking", false}}},
+                      {"max_completion_tokens", 3},
+                      {"n", 1},
+                      {"user", "u1"}};
+  Json completion_ids = {{"model", model},  {"prompt", {1, 2, 3}},
+                         {"max_tokens", 2}, {"logit_bias", {{"5", -100}}},
+                         {"top_p", 0.5},    {"seed", 7}};
+  Json messages_forced = {{"model", model},
+                          {"max_tokens", 3},
+                          {"messages", {{{"role", "user"}, {"content", "Weather in Paris?"}}}},
+                          {"tools", messages["tools"]},
+                          {"tool_choice", {{"type", "tool"}, {"name", "get_weather"}}},
+                          {"metadata", {{"user_id", "u1"}}}};
+  Json responses_required = {{"model", model},
+                             {"input", "Weather in Paris?"},
+                             {"tools", responses["tools"]},
+                             {"tool_choice", "required"},
+                             {"parallel_tool_calls", false},
+                             {"max_output_tokens", 3}};
+  std::vector<Endpoint> out = {
+      {"/v1/chat/completions", Api::kOpenAi, chat},        {"/v1/chat/completions", Api::kOpenAi, chat_forced},
+      {"/v1/completions", Api::kOpenAi, completion_ids},   {"/v1/messages", Api::kAnthropic, messages_forced},
+      {"/v1/responses", Api::kOpenAi, responses_required}, {"/v1/chat/completions", Api::kOpenAi, chat_schema},
+      {"/v1/completions", Api::kOpenAi, completion},       {"/v1/responses", Api::kOpenAi, responses},
+      {"/v1/messages", Api::kAnthropic, messages}};
   // The same requests streamed (errors after the first event are error events, not statuses).
   for (size_t i = 0, n = out.size(); i < n; ++i) {
     Endpoint streamed = out[i];
