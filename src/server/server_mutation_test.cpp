@@ -1,10 +1,11 @@
-// Bad input against every generation endpoint (Chat Completions, Completions, Responses, Messages): a
-// rich valid request of each API is mutated at random, at the JSON level (a member removed, a value
-// replaced by one of another type or an extreme one, an unknown member added, an array emptied or
-// grown) and at the text level (a number out of range, invalid UTF-8, a truncated body), from fixed
-// seeds so that a failure reproduces; each request also streamed (1,800 requests by default). Whatever the mutation,
-// the server answers 200 (JSON, or server-sent events when the mutation asked for a stream) or a 4xx in the API's own
-// error shape - never a 5xx, a dropped connection or a hang - and still serves a valid request afterwards.
+// Bad input against every generation endpoint (Chat Completions, Completions, Responses, Messages) and
+// Messages' count_tokens: rich valid requests of each API are mutated at random, at the JSON level (a
+// member removed, a value replaced by one of another type or an extreme one, an unknown member added,
+// an array emptied or grown) and at the text level (a number out of range, invalid UTF-8, a truncated
+// body), from fixed seeds so that a failure reproduces; the generating ones also streamed (1,900
+// requests by default). Whatever the mutation, the server answers 200 (JSON, or server-sent events when
+// the mutation asked for a stream) or a 4xx in the API's own error shape - never a 5xx, a dropped
+// connection or a hang - and still serves a valid request afterwards.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -130,8 +131,14 @@ std::vector<Endpoint> Endpoints(const std::string& model) {
       {"/v1/responses", Api::kOpenAi, responses_required}, {"/v1/chat/completions", Api::kOpenAi, chat_schema},
       {"/v1/completions", Api::kOpenAi, completion},       {"/v1/responses", Api::kOpenAi, responses},
       {"/v1/messages", Api::kAnthropic, messages}};
-  // The same requests streamed (errors after the first event are error events, not statuses).
-  for (size_t i = 0, n = out.size(); i < n; ++i) {
+  const size_t generating = out.size();
+  out.push_back({"/v1/messages/count_tokens", Api::kAnthropic,
+                 Json{{"model", model},
+                      {"system", "Be brief."},
+                      {"messages", messages["messages"]},
+                      {"tools", messages["tools"]}}});
+  // The generating requests streamed (errors after the first event are error events, not statuses).
+  for (size_t i = 0; i < generating; ++i) {
     Endpoint streamed = out[i];
     streamed.base["stream"] = true;
     if (streamed.path != "/v1/responses" && streamed.api == Api::kOpenAi)
