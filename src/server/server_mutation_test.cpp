@@ -6,14 +6,15 @@
 // requests by default). Whatever the mutation, the server answers 200 (JSON, or server-sent events when
 // the mutation asked for a stream) or a 4xx in the API's own error shape - never a 5xx, a dropped
 // connection or a hang - and still serves a valid request afterwards.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include <fmt/format.h>
-
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "server/server_test_util.h"
@@ -311,6 +312,44 @@ TEST(ServerMutation, EveryMutatedRequestIsServedOrRefusedInTheApisShape) {
   std::printf("[ metric ] mutated requests: %d served, %d refused with a 4xx\n", served, refused);
   EXPECT_GT(refused, 0);
   EXPECT_GT(served, 0);
+}
+
+// Mutated requests from several clients at once, while another client repeats a valid greedy request:
+// that one's answer never changes (bad input next to it in the same batches loses it nothing).
+TEST(ServerMutation, ConcurrentBadInputLeavesOtherRequestsIntact) {
+  TestServer server;
+  const std::vector<Endpoint> endpoints = Endpoints(server.service().model_id());
+  const Json valid = {{"model", server.service().model_id()},
+                      {"messages", {{{"role", "user"}, {"content", "Count to five."}}}},
+                      {"max_tokens", 8},
+                      {"temperature", 0}};
+  Reply reference = server.Post("/v1/chat/completions", valid);
+  ASSERT_EQ(reference.status, 200) << reference.body;
+  const Json expected = reference.json()["choices"][0]["message"];
+  std::atomic<int> problems{0};
+  std::vector<std::thread> clients;
+  for (uint32_t c = 0; c < 3; ++c) {
+    clients.emplace_back([&, c] {
+      std::mt19937 rng(1000 + c);
+      for (int i = 0; i < 60; ++i) {
+        const Endpoint& e = endpoints[rng() % endpoints.size()];
+        Json mutated = e.base;
+        MutateJson(mutated, rng);
+        const std::string body = DumpJson(mutated);
+        if (std::string problem = Problem(server.PostRaw(e.path, body), e.api); !problem.empty()) {
+          ADD_FAILURE() << e.path << ": " << problem << "\n  request: " << body.substr(0, 2000);
+          ++problems;
+        }
+      }
+    });
+  }
+  for (int i = 0; i < 20; ++i) {
+    Reply r = server.Post("/v1/chat/completions", valid);
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(r.json()["choices"][0]["message"], expected) << "request " << i;
+  }
+  for (std::thread& t : clients) t.join();
+  EXPECT_EQ(problems.load(), 0);
 }
 
 // What the mutations found (500s before), as fixed cases with their messages.
