@@ -1,47 +1,21 @@
 #include "server/json_reader.h"
 
-#include <algorithm>
-#include <string_view>
-
 #include <fmt/format.h>
 
 namespace infernix {
 
-namespace {
-
-// The deepest nesting of arrays and objects in JSON text (strings skipped; malformed text is the
-// parser's to report).
-int NestingDepth(std::string_view text) {
-  int depth = 0, deepest = 0;
-  bool in_string = false, escape = false;
-  for (char c : text) {
-    if (in_string) {
-      if (escape) {
-        escape = false;
-      } else if (c == '\\') {
-        escape = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      deepest = std::max(deepest, ++depth);
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return deepest;
-}
-
-}  // namespace
-
 Json ParseRequestBody(const std::string& body) {
-  if (NestingDepth(body) > kMaxRequestDepth)
-    BadRequest("", fmt::format("the request body nests arrays and objects deeper than {} levels", kMaxRequestDepth));
+  // The parser reports each array or object as it opens, with the depth of its parent: refuse the
+  // one past the limit before anything deeper is built.
+  auto limit_depth = [](int depth, Json::parse_event_t event, Json&) {
+    if ((event == Json::parse_event_t::object_start || event == Json::parse_event_t::array_start) &&
+        depth >= kMaxRequestDepth)
+      BadRequest("", fmt::format("the request body nests arrays and objects deeper than {} levels", kMaxRequestDepth));
+    return true;
+  };
   Json j;
   try {
-    j = Json::parse(body);
+    j = Json::parse(body, limit_depth);
   } catch (const nlohmann::json::parse_error& e) {
     BadRequest("", fmt::format("malformed JSON in the request body at byte {}: {}", e.byte, e.what()));
   } catch (const nlohmann::json::out_of_range& e) {  // a number no double holds (1e999)

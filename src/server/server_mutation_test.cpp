@@ -352,6 +352,21 @@ TEST(ServerMutation, ConcurrentBadInputLeavesOtherRequestsIntact) {
   EXPECT_EQ(problems.load(), 0);
 }
 
+// kMaxRequestDepth levels of arrays and objects parse; one more is a 400 saying so.
+TEST(ServerMutation, RequestNestingLimitIsExact) {
+  auto body = [](int levels) {  // the top-level object and levels - 1 arrays inside it
+    return "{\"a\": " + std::string(static_cast<size_t>(levels - 1), '[') +
+           std::string(static_cast<size_t>(levels - 1), ']') + "}";
+  };
+  EXPECT_NO_THROW((void)ParseRequestBody(body(kMaxRequestDepth)));
+  try {
+    (void)ParseRequestBody(body(kMaxRequestDepth + 1));
+    ADD_FAILURE() << "no error";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("deeper than 512 levels"), std::string::npos) << e.what();
+  }
+}
+
 // What the mutations found (500s before), as fixed cases with their messages.
 TEST(ServerMutation, FoundCasesAreBadRequestsNamingTheField) {
   TestServer server;
