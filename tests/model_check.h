@@ -85,17 +85,24 @@ inline void ExpectReproducesReference(Model& model, const Reference& ref, const 
   EXPECT_EQ(GreedyGenerate(model, prompt, g), expected) << label;
 }
 
+// `action` fails with an Error of `code` whose message holds every one of `parts`.
+template <typename F>
+void ExpectErrorFrom(F&& action, ErrorCode code, std::initializer_list<std::string> parts, const std::string& what) {
+  try {
+    action();
+    ADD_FAILURE() << "expected an error " << what;
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), code) << e.what();
+    for (const auto& p : parts)
+      EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << "'" << p << "' in: " << e.what();
+  }
+}
+
 // LoadModel on folder `dir` fails with `code` and a message holding every one of `parts`.
 inline void ExpectModelLoadError(const std::string& dir, ErrorCode code, std::initializer_list<std::string> parts) {
   DirFileSet files(dir);
   CpuBackend backend(1);
-  try {
-    LoadModel(files, backend);
-    ADD_FAILURE() << "expected an error loading " << dir;
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), code) << e.what();
-    for (const auto& p : parts) EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << e.what();
-  }
+  ExpectErrorFrom([&] { LoadModel(files, backend); }, code, parts, "loading " + dir);
 }
 
 }  // namespace infernix::testing
