@@ -83,6 +83,9 @@ CudaBackend::CudaBackend(const CudaOptions& options)
   cuda::ConfigureQuantGemvMma(smem_optin_);
   cuda::ConfigureQuantMoeMma(smem_optin_);
   cuda::ConfigureGdnKernels(smem_optin_);
+  cuda::ConfigureGemv(smem_optin_);
+  sync_counters_ = cuda::DeviceBuffer(kSyncCounters * sizeof(int32_t), "block counters");
+  INFX_CUDA_CHECK(cudaMemset(sync_counters_.data(), 0, sync_counters_.size_bytes()));
   for (auto& e : staging_done_) INFX_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
 }
 
@@ -124,7 +127,39 @@ void CudaBackend::FlushPending() {
       }
       pending_heads_.clear();
       break;
+    case Pending::kNorm:
+      if (pending_b_.data != nullptr) {
+        recorder_.Launch(cuda::LaunchAddRmsNorm, static_cast<int>(pending_out_.dtype), pending_a_.data, pending_b_.data,
+                         pending_sum_.data, pending_norm_w_.data, static_cast<int>(pending_norm_w_.dtype), pending_eps_,
+                         pending_w_offset_, pending_out_.data, pending_out_.rows(), pending_out_.cols());
+      } else {
+        recorder_.Launch(cuda::LaunchRmsNorm, static_cast<int>(pending_out_.dtype), pending_a_.data,
+                         pending_norm_w_.data, static_cast<int>(pending_norm_w_.dtype), pending_eps_, pending_w_offset_,
+                         pending_out_.data, pending_out_.rows(), pending_out_.cols());
+      }
+      break;
   }
+}
+
+cuda::GemvPrologue CudaBackend::TakeGemvPrologue(const Tensor& x) {
+  cuda::GemvPrologue pro{};
+  if (pending_ != Pending::kNorm || pending_out_.data != x.data || pending_out_.numel() != x.numel() ||
+      x.rows() > cuda::kGemvNormMaxTokens) {
+    FlushPending();
+    return pro;
+  }
+  pro.kind = cuda::kGemvXNorm;
+  pro.a = pending_a_.data;
+  pro.b = pending_b_.data;
+  pro.out = pending_out_.data;
+  pro.sum = pending_sum_.data;
+  pro.w = pending_norm_w_.data;
+  pro.w_dtype = static_cast<int32_t>(pending_norm_w_.dtype);
+  pro.eps = pending_eps_;
+  pro.w_offset = pending_w_offset_;
+  pro.counter = static_cast<int32_t*>(sync_counters_.data());
+  pending_ = Pending::kNone;
+  return pro;
 }
 
 void CudaBackend::Submit() {

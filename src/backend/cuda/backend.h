@@ -116,14 +116,22 @@ class CudaBackend final : public Backend {
   // Growing it waits for queued work and drops cached graphs, which point into the old buffer.
   void* Workspace(size_t bytes);
   void FlushGemv();
-  void JoinGemv(const Tensor& x, const Tensor& w, Tensor out);
+  void JoinGemv(const Tensor& x, const Tensor& w, Tensor out, const cuda::GemvPrologue& pro = {});
+  // The pending RMSNorm as the prologue of a bf16 GEMV reading x (and no longer pending), or kGemvXPlain
+  // after launching whatever is pending.
+  cuda::GemvPrologue TakeGemvPrologue(const Tensor& x);
+  // Whether an RMSNorm of x into out (after out = x + b when b is set) may wait to be fused into the GEMV
+  // that reads out.
+  bool NormFusable(const Tensor& x, const Tensor* b, const Tensor& weight, const Tensor& out) const;
   // Launches the op held back for fusion (plain, unfused).
   void FlushPending();
   const cuda::ExpertTable& ExpertTableFor(const ExpertWeights& experts);
 
   // An op held back because the next one may fuse with it. Invariant: the pending op and the
   // pending GEMV group are never both non-empty.
-  enum class Pending { kNone, kAdd, kHeads };
+  // kNorm: an RMSNorm (after a residual add when pending_b_ is set) whose result may become the prologue
+  // of the GEMV that reads it (cuda::GemvPrologue).
+  enum class Pending { kNone, kAdd, kHeads, kNorm };
   struct PendingHead {  // an in-place per-head RMSNorm, maybe followed by RoPE
     Tensor x, w;
     float eps = 0, w_offset = 0;
@@ -153,7 +161,15 @@ class CudaBackend final : public Backend {
   std::map<const void*, ExpertTableEntry> expert_tables_;
   Pending pending_ = Pending::kNone;
   Tensor pending_a_, pending_b_, pending_out_;  // kAdd: out = a + b
+  // kNorm: out = RmsNorm(a (+ b), norm_w_); with b, a + b is also stored to pending_sum_.
+  Tensor pending_sum_, pending_norm_w_;
+  float pending_eps_ = 0, pending_w_offset_ = 0;
   std::vector<PendingHead> pending_heads_;      // kHeads: up to 2 (q, k)
+  // Zero-initialised ints through which the blocks of one kernel elect the one that finishes a job
+  // (left at zero by it): [0] the fused-norm GEMV (cuda::GemvPrologue), from kAttentionCounters one per
+  // (token, KV head) of the split attention's combine.
+  static constexpr int64_t kSyncCounters = 16384, kAttentionCounters = 64;
+  cuda::DeviceBuffer sync_counters_;
 };
 
 }  // namespace infernix

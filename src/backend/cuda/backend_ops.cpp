@@ -34,6 +34,13 @@ CudaState& AsCudaState(SequenceState& state, const CudaBackend* backend) {
   return *st;
 }
 
+// Whether the bytes of p and q do not overlap.
+bool Disjoint(const Tensor& p, const Tensor& q) {
+  const char* pb = static_cast<const char*>(p.data);
+  const char* qb = static_cast<const char*>(q.data);
+  return pb + p.size_bytes() <= qb || qb + q.size_bytes() <= pb;
+}
+
 // Largest power of two <= 256 dividing p.
 unsigned PointerAlignment(const void* p) {
   auto v = reinterpret_cast<uintptr_t>(p);
@@ -64,7 +71,17 @@ void CudaBackend::RmsNorm(const Tensor& x, const Tensor& weight, float eps, bool
                  weight.Describe());
   const float w_offset = unit_offset ? 1.0f : 0.0f;
   if (pending_ == Pending::kAdd && x.data == pending_out_.data && x.numel() == pending_out_.numel()) {
-    // hidden = hidden + block_out; normed = RmsNorm(hidden): one pass.
+    // hidden = hidden + block_out; normed = RmsNorm(hidden): one pass, or the prologue of the GEMV that
+    // reads normed.
+    if (Disjoint(x, out) && NormFusable(pending_a_, &pending_b_, weight, out)) {
+      pending_ = Pending::kNorm;
+      pending_sum_ = x;
+      pending_out_ = out;
+      pending_norm_w_ = weight;
+      pending_eps_ = eps;
+      pending_w_offset_ = w_offset;
+      return;
+    }
     pending_ = Pending::kNone;
     recorder_.Launch(cuda::LaunchAddRmsNorm, Dt(x), pending_a_.data, pending_b_.data, x.data, weight.data, Dt(weight),
                      eps, w_offset, out.data, x.rows(), x.cols());
@@ -85,7 +102,29 @@ void CudaBackend::RmsNorm(const Tensor& x, const Tensor& weight, float eps, bool
     pending_heads_.push_back(h);
     return;
   }
+  if (NormFusable(x, nullptr, weight, out)) {  // held back for the GEMV that reads out
+    FlushGemv();
+    FlushPending();
+    pending_ = Pending::kNorm;
+    pending_a_ = x;
+    pending_b_ = Tensor{};
+    pending_sum_ = Tensor{};
+    pending_out_ = out;
+    pending_norm_w_ = weight;
+    pending_eps_ = eps;
+    pending_w_offset_ = w_offset;
+    return;
+  }
   Enqueue(cuda::LaunchRmsNorm, Dt(x), x.data, weight.data, Dt(weight), eps, w_offset, out.data, x.rows(), x.cols());
+}
+
+bool CudaBackend::NormFusable(const Tensor& x, const Tensor* b, const Tensor& weight, const Tensor& out) const {
+  const int64_t n = x.rows(), k = x.cols();
+  return options_.fuse && options_.gemv && x.dtype == DType::kBF16 && n >= 1 && n <= cuda::kGemvNormMaxTokens &&
+         k % 8 == 0 && Aligned(x.data, 16) && Aligned(out.data, 16) && Disjoint(x, out) &&
+         (b == nullptr || (Aligned(b->data, 16) && Disjoint(*b, out))) &&
+         (weight.dtype != DType::kBF16 || Aligned(weight.data, 16)) &&
+         cuda::GemvNormSmemBytes(n, k) <= std::min<size_t>(smem_optin_ / 2, 96 << 10);
 }
 
 void CudaBackend::GatedRmsNorm(const Tensor& x, const Tensor& z, const Tensor& weight, float eps, Tensor out) {
@@ -123,12 +162,12 @@ void CudaBackend::MatMul(const Tensor& x, const Tensor& w, Tensor out) {
   INFX_CHECK(IsAct(x) && IsAct(out) && IsFloat(w));
   if (n == 0 || m == 0) return;
   const bool bf16 = x.dtype == DType::kBF16 && w.dtype == DType::kBF16;
-  FlushPending();
   if (bf16 && options_.gemv && n <= cuda::kGemvMaxTokens && k % 8 == 0 && Aligned(x.data, 16) &&
       Aligned(w.data, 16)) {
-    JoinGemv(x, w, out);
+    JoinGemv(x, w, out, TakeGemvPrologue(x));
     return;
   }
+  FlushPending();
   if (bf16 && options_.cublas) {
     unsigned align = std::min({PointerAlignment(x.data), PointerAlignment(w.data), PointerAlignment(out.data)});
     if (const cuda::GemmPlan* plan = gemm_.Find(n, m, k, out.dtype, align)) {
@@ -141,14 +180,15 @@ void CudaBackend::MatMul(const Tensor& x, const Tensor& w, Tensor out) {
 
 // Adds x @ w^T to the pending group of decode products, which joins products that read the same x with
 // weights of one type (and write nothing the group reads) into one launch.
-void CudaBackend::JoinGemv(const Tensor& x, const Tensor& w, Tensor out) {
+// A prologue (the op that makes x, fused in) always starts a new group; the products that join it later
+// read the x it makes.
+void CudaBackend::JoinGemv(const Tensor& x, const Tensor& w, Tensor out, const cuda::GemvPrologue& pro) {
   const int64_t n = x.rows(), k = x.cols();
-  const char* xb = static_cast<const char*>(x.data);
-  const char* ob = static_cast<const char*>(out.data);
-  INFX_CHECK(ob + out.size_bytes() <= xb || xb + x.size_bytes() <= ob);
+  INFX_CHECK(Disjoint(x, out));
   if (gemv_.n_segments > 0 && (gemv_.x != x.data || gemv_.n != n || gemv_.k != k || gemv_.w_type != Dt(w) ||
-                               gemv_.n_segments == 4))
+                               gemv_.n_segments == 4 || pro.kind != cuda::kGemvXPlain || gemv_.silu_out != nullptr))
     FlushGemv();
+  if (gemv_.n_segments == 0) gemv_.pro = pro;
   cuda::GemvSegment& sg = gemv_.seg[gemv_.n_segments++];
   sg.w = w.data;
   sg.out = out.data;
@@ -179,6 +219,16 @@ void CudaBackend::Add(const Tensor& a, const Tensor& b, Tensor out) {
 void CudaBackend::SiluMul(const Tensor& gate, const Tensor& up, Tensor out) {
   CheckSameAct(gate, up);
   CheckSameAct(gate, out);
+  // Right after the gate and up products of a decode step: their GEMV computes it (a block takes the
+  // same rows of both).
+  const bool in_place = out.data == gate.data || out.data == up.data;
+  if (options_.fuse && gemv_.n_segments == 2 && gemv_.w_type == cuda::kBF16 && gemv_.silu_out == nullptr &&
+      gemv_.seg[0].out == gate.data && gemv_.seg[1].out == up.data && gemv_.seg[0].rows == gate.cols() &&
+      gemv_.seg[1].rows == up.cols() && gemv_.n == gate.rows() && gate.dtype == DType::kBF16 &&
+      (in_place || (Disjoint(out, gate) && Disjoint(out, up)))) {
+    gemv_.silu_out = out.data;
+    return;
+  }
   Enqueue(cuda::LaunchBinary, static_cast<int>(cuda::kOpSiluMul), Dt(gate), gate.data, up.data, out.data,
           gate.numel());
 }
@@ -301,13 +351,19 @@ void CudaBackend::Attention(const Tensor& q, const Tensor& k, const Tensor& v, S
   const int64_t splits = std::clamp<int64_t>((target_blocks + n * hkv - 1) / (n * hkv), 1, max_splits);
   if (splits == 1) {  // the split kernel writes the output itself
     Enqueue(cuda::LaunchAttentionSplit, dl, kv, q.data, static_cast<int32_t>(hq), scale, 1,
-            static_cast<float*>(nullptr), static_cast<float*>(nullptr), out.data);
+            static_cast<float*>(nullptr), static_cast<float*>(nullptr), out.data, static_cast<int32_t*>(nullptr));
     return;
   }
   Tensor ws_o = Scratch(DType::kF32, {n, hq, splits, d});
   Tensor ws_ml = Scratch(DType::kF32, {n, hq, splits, 2});
+  if (options_.fuse && n * hkv <= kSyncCounters - kAttentionCounters) {  // the last split of a head combines
+    Enqueue(cuda::LaunchAttentionSplit, dl, kv, q.data, static_cast<int32_t>(hq), scale, static_cast<int32_t>(splits),
+            ws_o.as<float>(), ws_ml.as<float>(), out.data,
+            static_cast<int32_t*>(sync_counters_.data()) + kAttentionCounters);
+    return;
+  }
   Enqueue(cuda::LaunchAttentionSplit, dl, kv, q.data, static_cast<int32_t>(hq), scale, static_cast<int32_t>(splits),
-          ws_o.as<float>(), ws_ml.as<float>(), static_cast<void*>(nullptr));
+          ws_o.as<float>(), ws_ml.as<float>(), static_cast<void*>(nullptr), static_cast<int32_t*>(nullptr));
   Enqueue(cuda::LaunchAttentionCombine, static_cast<int32_t>(n), static_cast<int32_t>(hq), static_cast<int32_t>(d),
           static_cast<int32_t>(splits), ws_o.as<const float>(), ws_ml.as<const float>(), out.data);
 }

@@ -12,117 +12,260 @@
 // On sm_90 the kernel is launched as a programmatic dependent of the kernel before it: it issues its
 // first weight loads (weights never change) before waiting for that kernel's results (x), so weight
 // streaming overlaps the tail and launch of the previous kernel.
+//
+// Two ops of the decode step are fused in (kernels.h, GemvBatch): the RMSNorm (with the residual add)
+// before q/k/v, gate/up and the LM head as a prologue, and the SiLU-and-multiply after gate/up as an
+// epilogue. Each would otherwise be a kernel of its own between two GEMVs, costing a full drain and
+// ramp of the GPU (a few microseconds) for a few kilobytes of work. With the norm, every block computes
+// the normalised rows itself into shared memory (blocks then loop over tiles, so that this happens once
+// per block, not per tile). With SiLU, a block computes a tile of gate and then the same rows of up,
+// keeping gate's sums in registers, and writes SiLU(gate) * up.
 #include "backend/cuda/device_util.cuh"
 
 namespace infernix::cuda {
 namespace {
 
 constexpr int kWarps = 8;
+// Padding of a staged x row, in bf16 values (64 bytes): the 8 rows that a warp's x loads touch at once
+// fall in different banks.
+constexpr int64_t kXPad = 32;
 
-// kTiles: tiles of 8 tokens (1: n <= 8, 2: n <= 16); kUnroll: steps of weight loads in flight per thread.
-template <int kTiles, int kUnroll>
-__global__ void __launch_bounds__(32 * kWarps) GemvKernel(GemvBatch p) {
-  AllowDependentLaunch();  // the next kernel may get ready; it waits for this one's results
-  // Find this block's segment and 16-row tile.
-  int64_t tile = blockIdx.x;
-  GemvSegment sg = p.seg[0];
+// kGemvXNorm: x = RmsNorm(a (+ b)) for the n rows into xs [n][k + kXPad] (every block), then the last
+// block to get here writes a + b and x to global memory (kernels.h).
+__device__ void StageNormedX(const GemvPrologue& pro, int n, int k, bf16* xs) {
+  __shared__ float red[kWarps][kGemvNormMaxTokens];
+  __shared__ int elected;
+  const int chunks = k / 8, ld = k + static_cast<int>(kXPad);
+  const bf16* a = static_cast<const bf16*>(pro.a);
+  const bf16* b = static_cast<const bf16*>(pro.b);
+  float ss[kGemvNormMaxTokens];
 #pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    GemvSegment cur = p.seg[i];
-    int64_t tiles = (cur.rows + 15) / 16;
-    if (i < p.n_segments) {
-      sg = cur;
-      if (tile < tiles) break;
-      tile -= tiles;
-    }
-  }
-  const int64_t rows = sg.rows, k = p.k, n = p.n, row0 = tile * 16;
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  const bf16* w = static_cast<const bf16*>(sg.w);
-  const uint4* wg = reinterpret_cast<const uint4*>(w + min(row0 + g, rows - 1) * k);
-  const uint4* wh = reinterpret_cast<const uint4*>(w + min(row0 + g + 8, rows - 1) * k);
-  const uint4* xr[kTiles];
-  bool xv[kTiles];
+  for (int j = 0; j < kGemvNormMaxTokens; ++j) {
+    ss[j] = 0.0f;
+    if (j < n) {
+      for (int c = threadIdx.x; c < chunks; c += blockDim.x) {
+        float v[8];
+        Load8(a + static_cast<int64_t>(j) * k + c * 8, v);
+        if (b != nullptr) {
+          float vb[8];
+          Load8(b + static_cast<int64_t>(j) * k + c * 8, vb);
 #pragma unroll
-  for (int j = 0; j < kTiles; ++j) {
-    int64_t token = j * 8 + g;
-    xv[j] = token < n;
-    xr[j] = reinterpret_cast<const uint4*>(static_cast<const bf16*>(p.x) + (xv[j] ? token : 0) * k);
-  }
-  float acc[kTiles][4];
+          for (int i = 0; i < 8; ++i) v[i] = __bfloat162float(__float2bfloat16_rn(v[i] + vb[i]));
+        }
 #pragma unroll
-  for (int j = 0; j < kTiles; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
-
-  const int64_t chunks = k / 8;            // 16-byte chunks per row
-  const int64_t steps = (chunks + 3) / 4;  // a warp step covers 4 chunks (32 values) of its 16 rows
-  const uint4 zero = make_uint4(0, 0, 0, 0);
-  uint4 a[kUnroll], b[kUnroll];
-  auto load_weights = [&](int64_t s0) {
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      int64_t c = (s0 + u * kWarps) * 4 + t;
-      bool ok = c < chunks;
-      a[u] = ok ? __ldcs(wg + c) : zero;
-      b[u] = ok ? __ldcs(wh + c) : zero;
-    }
-  };
-  load_weights(warp);
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");  // x is ready (no-op without a programmatic launch)
-#endif
-  for (int64_t s0 = warp; s0 < steps; s0 += kWarps * kUnroll) {
-    if (s0 != warp) load_weights(s0);
-    uint4 xs[kUnroll][kTiles];
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      int64_t c = (s0 + u * kWarps) * 4 + t;
-      bool ok = c < chunks;
-#pragma unroll
-      for (int j = 0; j < kTiles; ++j) xs[u][j] = ok && xv[j] ? __ldg(xr[j] + c) : zero;
-    }
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-#pragma unroll
-      for (int j = 0; j < kTiles; ++j) {
-        MmaBf16(acc[j], a[u].x, b[u].x, a[u].y, b[u].y, xs[u][j].x, xs[u][j].y);
-        MmaBf16(acc[j], a[u].z, b[u].z, a[u].w, b[u].w, xs[u][j].z, xs[u][j].w);
+        for (int i = 0; i < 8; ++i) ss[j] += v[i] * v[i];
+        Store8(xs + j * ld + c * 8, v);
       }
     }
   }
-
-  __shared__ float partial[kWarps][kTiles * 4][32];
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
 #pragma unroll
-  for (int j = 0; j < kTiles; ++j)
-#pragma unroll
-    for (int q = 0; q < 4; ++q) partial[warp][j * 4 + q][lane] = acc[j][q];
-  __syncthreads();
-  if (threadIdx.x < kTiles * 4 * 32) {
-    int q = threadIdx.x >> 5, ln = threadIdx.x & 31;
-    float sum = 0;
-#pragma unroll
-    for (int i = 0; i < kWarps; ++i) sum += partial[i][q][ln];
-    int j = q >> 2, e = q & 3;
-    int64_t row = row0 + (ln >> 2) + (e >= 2 ? 8 : 0);
-    int64_t token = j * 8 + 2 * (ln & 3) + (e & 1);
-    if (row < rows && token < n) StoreF(sg.out, sg.out_dtype, token * rows + row, sum);
+  for (int j = 0; j < kGemvNormMaxTokens; ++j) {
+    const float sum = WarpSum(ss[j]);
+    if (lane == 0) red[warp][j] = sum;
   }
+  __syncthreads();
+  for (int j = 0; j < n; ++j) {
+    float total = 0.0f;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) total += red[w][j];
+    const float inv = 1.0f / sqrtf(total / static_cast<float>(k) + pro.eps);
+    for (int c = threadIdx.x; c < chunks; c += blockDim.x) {
+      float v[8], wv[8];
+      Load8(xs + j * ld + c * 8, v);
+      Load8W(pro.w, pro.w_dtype, c * 8, wv);
+#pragma unroll
+      for (int i = 0; i < 8; ++i) v[i] = v[i] * inv * (wv[i] + pro.w_offset);
+      Store8(xs + j * ld + c * 8, v);
+    }
+  }
+  __syncthreads();
+  // Every block has read a and b once it has counted itself in: the last one may overwrite them.
+  if (threadIdx.x == 0) {
+    __threadfence();
+    elected = atomicAdd(pro.counter, 1) == static_cast<int>(gridDim.x) - 1;
+  }
+  __syncthreads();
+  if (!elected) return;
+  bf16* out = static_cast<bf16*>(pro.out);
+  bf16* sum = static_cast<bf16*>(pro.sum);
+  for (int j = 0; j < n; ++j) {
+    for (int c = threadIdx.x; c < chunks; c += blockDim.x) {
+      const int64_t i = static_cast<int64_t>(j) * k + c * 8;
+      if (b != nullptr) {
+        float v[8], vb[8];
+        Load8(a + i, v);
+        Load8(b + i, vb);
+#pragma unroll
+        for (int e = 0; e < 8; ++e) v[e] += vb[e];
+        Store8(sum + i, v);
+      }
+      *reinterpret_cast<uint4*>(out + i) = *reinterpret_cast<const uint4*>(xs + j * ld + c * 8);
+    }
+  }
+  if (threadIdx.x == 0) *pro.counter = 0;
 }
 
-template <int kTiles, int kUnroll>
+// kTiles: tiles of 8 tokens (1: n <= 8, 2: n <= 16); kUnroll: steps of weight loads in flight per thread;
+// kX: where x comes from (GemvXKind). A block takes work items blockIdx.x, + gridDim.x, ...: a tile, or
+// with the SiLU epilogue a pair of tiles (i: gate, i + items: up).
+template <int kTiles, int kUnroll, int kX>
+__global__ void __launch_bounds__(32 * kWarps) GemvKernel(GemvBatch p) {
+  extern __shared__ __align__(16) uint8_t smem[];  // kGemvXNorm: the normalised rows
+  AllowDependentLaunch();                          // the next kernel may get ready; it waits for this one's results
+  int64_t total_tiles = 0;
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+    if (i < p.n_segments) total_tiles += (p.seg[i].rows + 15) / 16;
+  const int64_t k = p.k, n = p.n;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const int64_t chunks = k / 8;            // 16-byte chunks per row
+  const int64_t steps = (chunks + 3) / 4;  // a warp step covers 4 chunks (32 values) of its 16 rows
+  const uint4 zero = make_uint4(0, 0, 0, 0);
+  bf16* xs = reinterpret_cast<bf16*>(smem);
+  const bf16* x = static_cast<const bf16*>(p.x);
+  bool xv[kTiles];
+  int64_t xo[kTiles];  // offset of token j * 8 + g's row in x (global) or xs (shared)
+#pragma unroll
+  for (int j = 0; j < kTiles; ++j) {
+    const int64_t token = j * 8 + g;
+    xv[j] = token < n;
+    xo[j] = (xv[j] ? token : 0) * (kX == kGemvXNorm ? k + kXPad : k);
+  }
+  auto load_x = [&](int j, int64_t c) -> uint4 {
+    if constexpr (kX == kGemvXNorm) return *reinterpret_cast<const uint4*>(xs + xo[j] + c * 8);
+    return __ldg(reinterpret_cast<const uint4*>(x + xo[j]) + c);
+  };
+  __shared__ float partial[kWarps][kTiles * 4][32];
+  bool waited = false;
+  const bool paired = p.silu_out != nullptr;
+  const int64_t items = paired ? total_tiles / 2 : total_tiles;
+  float gate = 0.0f;  // paired: this thread's sum of the gate tile, for the up tile's epilogue
+  for (int64_t item = blockIdx.x; item < items; item += gridDim.x)
+    for (int half = 0; half < (paired ? 2 : 1); ++half) {
+      const int64_t tile = item + half * items;
+      // This tile's segment and first row.
+      int64_t local = tile;
+      GemvSegment sg = p.seg[0];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const GemvSegment cur = p.seg[i];
+        const int64_t tiles = (cur.rows + 15) / 16;
+        if (i < p.n_segments) {
+          sg = cur;
+          if (local < tiles) break;
+          local -= tiles;
+        }
+      }
+      const int64_t rows = sg.rows, row0 = local * 16;
+      const bf16* w = static_cast<const bf16*>(sg.w);
+      const uint4* wg = reinterpret_cast<const uint4*>(w + min(row0 + g, rows - 1) * k);
+      const uint4* wh = reinterpret_cast<const uint4*>(w + min(row0 + g + 8, rows - 1) * k);
+      float acc[kTiles][4];
+#pragma unroll
+      for (int j = 0; j < kTiles; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
+      uint4 a[kUnroll], b[kUnroll];
+      auto load_weights = [&](int64_t s0) {
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+          int64_t c = (s0 + u * kWarps) * 4 + t;
+          bool ok = c < chunks;
+          a[u] = ok ? __ldcs(wg + c) : zero;
+          b[u] = ok ? __ldcs(wh + c) : zero;
+        }
+      };
+      load_weights(warp);
+      if (!waited) {  // x is ready (no-op without a programmatic launch)
+        WaitForPrevious();
+        if constexpr (kX == kGemvXNorm) StageNormedX(p.pro, static_cast<int>(n), static_cast<int>(k), xs);
+        waited = true;
+      }
+      for (int64_t s0 = warp; s0 < steps; s0 += kWarps * kUnroll) {
+        if (s0 != warp) load_weights(s0);
+        uint4 xr[kUnroll][kTiles];
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+          int64_t c = (s0 + u * kWarps) * 4 + t;
+          bool ok = c < chunks;
+#pragma unroll
+          for (int j = 0; j < kTiles; ++j) xr[u][j] = ok && xv[j] ? load_x(j, c) : zero;
+        }
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+#pragma unroll
+          for (int j = 0; j < kTiles; ++j) {
+            MmaBf16(acc[j], a[u].x, b[u].x, a[u].y, b[u].y, xr[u][j].x, xr[u][j].y);
+            MmaBf16(acc[j], a[u].z, b[u].z, a[u].w, b[u].w, xr[u][j].z, xr[u][j].w);
+          }
+        }
+      }
+
+#pragma unroll
+      for (int j = 0; j < kTiles; ++j)
+#pragma unroll
+        for (int q = 0; q < 4; ++q) partial[warp][j * 4 + q][lane] = acc[j][q];
+      __syncthreads();
+      if (threadIdx.x < kTiles * 4 * 32) {
+        int q = threadIdx.x >> 5, ln = threadIdx.x & 31;
+        float sum = 0;
+#pragma unroll
+        for (int i = 0; i < kWarps; ++i) sum += partial[i][q][ln];
+        int j = q >> 2, e = q & 3;
+        int64_t row = row0 + (ln >> 2) + (e >= 2 ? 8 : 0);
+        int64_t token = j * 8 + 2 * (ln & 3) + (e & 1);
+        if (row < rows && token < n) {
+          const int64_t i = token * rows + row;
+          if (!paired) {
+            StoreF(sg.out, sg.out_dtype, i, sum);
+          } else if (half == 0) {  // gate, rounded as stored
+            gate = __bfloat162float(__float2bfloat16_rn(sum));
+            if (sg.out != p.silu_out) StoreF(sg.out, kBF16, i, gate);
+          } else {  // up, and SiLU(gate) * up as the SiLU-and-multiply op rounds it
+            const float up = __bfloat162float(__float2bfloat16_rn(sum));
+            if (sg.out != p.silu_out) StoreF(sg.out, kBF16, i, up);
+            StoreF(p.silu_out, kBF16, i, SiluF(gate) * up);
+          }
+        }
+      }
+      __syncthreads();  // partial is reused by the next tile
+    }
+}
+
+template <int kTiles, int kUnroll, int kX>
 void Launch(cudaStream_t s, const GemvBatch& batch, int64_t tiles) {
-  LaunchDependent(GemvKernel<kTiles, kUnroll>, dim3(static_cast<unsigned>(tiles)), dim3(32 * kWarps), 0, s, batch);
+  const size_t smem = kX == kGemvXNorm ? GemvNormSmemBytes(batch.n, batch.k) : 0;
+  // With the norm, as many blocks as fit (each computes the normalised rows once); else a block per tile.
+  const int64_t items = batch.silu_out != nullptr ? tiles / 2 : tiles;
+  const unsigned grid = kX == kGemvXNorm ? PersistentBlocks(GemvKernel<kTiles, kUnroll, kX>, 32 * kWarps, smem, items)
+                                         : static_cast<unsigned>(items);
+  LaunchDependent(GemvKernel<kTiles, kUnroll, kX>, dim3(grid), dim3(32 * kWarps), smem, s, batch);
 }
 
 }  // namespace
+
+size_t GemvNormSmemBytes(int64_t n, int64_t k) { return static_cast<size_t>(n * (k + kXPad)) * sizeof(bf16); }
+
+void ConfigureGemv(size_t max_smem_optin) {
+  cudaFuncAttributes attr{};
+  INFX_CUDA_CHECK(cudaFuncGetAttributes(&attr, GemvKernel<1, 8, kGemvXNorm>));
+  INFX_CUDA_CHECK(cudaFuncSetAttribute(GemvKernel<1, 8, kGemvXNorm>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       static_cast<int>(max_smem_optin - attr.sharedSizeBytes)));
+}
 
 void LaunchGemv(cudaStream_t s, GemvBatch batch) {
   int64_t tiles = 0;
   for (int i = 0; i < batch.n_segments; ++i) tiles += (batch.seg[i].rows + 15) / 16;
   if (tiles == 0 || batch.n == 0) return;
-  if (batch.n <= 8) {
-    Launch<1, 8>(s, batch, tiles);
+  if (batch.silu_out != nullptr)
+    INFX_CHECK(batch.n_segments == 2 && batch.seg[0].rows == batch.seg[1].rows && batch.seg[0].out_dtype == kBF16 &&
+               batch.seg[1].out_dtype == kBF16);
+  if (batch.pro.kind == kGemvXNorm) {
+    INFX_CHECK(batch.n <= kGemvNormMaxTokens && batch.pro.counter != nullptr);
+    Launch<1, 8, kGemvXNorm>(s, batch, tiles);
+  } else if (batch.n <= 8) {
+    Launch<1, 8, kGemvXPlain>(s, batch, tiles);
   } else {
-    Launch<2, 4>(s, batch, tiles);
+    Launch<2, 4, kGemvXPlain>(s, batch, tiles);
   }
   INFX_CUDA_CHECK_LAUNCH();
 }

@@ -106,17 +106,44 @@ struct GemvSegment {
   int64_t rows = 0;
   int32_t out_dtype = kBF16, unused = 0;
 };
+// How a bf16 GEMV gets x (gemv.cu): read as it is, or made by the op before it, fused in so that the
+// decode step has one launch (and one wait for the previous kernel) less.
+//  kGemvXNorm: x = RmsNorm(a (+ b)) with weight w [k] (dtype w_dtype, plus w_offset), eps; every block
+//    computes the n <= kGemvNormMaxTokens rows into shared memory (a + b rounded to bf16 first, as
+//    LaunchAddRmsNorm), and the last block to have read a and b writes a + b to `sum` (when b is set)
+//    and x to `out`, so that later ops see the same tensors as without the fusion. `counter` is a
+//    device int that is zero at launch (the electing block resets it).
+enum GemvXKind : int32_t { kGemvXPlain = 0, kGemvXNorm = 1 };
+constexpr int kGemvNormMaxTokens = 8;
+struct GemvPrologue {
+  int32_t kind = kGemvXPlain, w_dtype = kBF16;
+  const void* a = nullptr;
+  const void* b = nullptr;
+  void* sum = nullptr;
+  const void* w = nullptr;
+  void* out = nullptr;
+  int32_t* counter = nullptr;
+  float eps = 0, w_offset = 0;
+};
+// Shared memory of a GEMV with a kGemvXNorm prologue (the normalised rows), and whether it fits.
+size_t GemvNormSmemBytes(int64_t n, int64_t k);
 // w_type: kBF16 (gemv.cu), or a block-quantized type that every segment has (quant_gemv_mma.cu). Both
 // kernels launch as programmatic dependents of the kernel before (sm_90+): the weights start streaming
-// before x is ready.
+// before x is ready. bf16 weights only: `pro` says where x comes from (`x` is then pro.out); with silu_out
+// set, the batch is gate and up (two segments of equal rows, bf16 out) and SiLU(gate) * up is written
+// there as well (it may be gate's or up's output, which is then not written).
 struct GemvBatch {
   GemvSegment seg[4];
   const void* x = nullptr;
   int64_t n = 0, k = 0;
   int32_t n_segments = 0, w_type = kBF16;
+  GemvPrologue pro;
+  void* silu_out = nullptr;
 };
 constexpr int kGemvMaxTokens = 16;
 void LaunchGemv(cudaStream_t s, GemvBatch batch);
+// Once per device: lets the fused-norm GEMV use up to max_smem_optin bytes of shared memory.
+void ConfigureGemv(size_t max_smem_optin);
 // The same with block-quantized weights on tensor cores (quant_gemv_mma.cu): n <= kQuantGemvMaxTokens,
 // integer types with x rounded to int8 blocks of 32 (as llama.cpp's q8_1), FP8 with x exact (as f16
 // scaled by a power of two when it fits in shared memory, else bf16).
@@ -157,9 +184,11 @@ void LaunchQkvPrep(cudaStream_t s, DeviceLayout layout, KvCacheView kv, QkvPrep 
 // [split * chunk, min((split + 1) * chunk, pos + 1)), chunk = (pos + 1) / n_splits rounded up to
 // whole sub-tiles of 32 keys (so splits past the context are empty), and leaves an unnormalised partial result:
 // ws_o [n_tokens, n_heads, n_splits, head_dim], ws_ml [n_tokens, n_heads, n_splits, 2] (max, sum).
-// With n_splits == 1 and direct_out set, it writes the final bf16 output there instead.
+// With n_splits == 1 and out set, it writes the final bf16 output there instead. With counters (n_tokens
+// x n_kv_heads ints, zero at launch and left at zero), the last block of a (token, KV head) to finish
+// also combines the partial results into out, as LaunchAttentionCombine would (one launch less).
 void LaunchAttentionSplit(cudaStream_t s, DeviceLayout layout, KvCacheView kv, const void* q, int32_t n_heads,
-                          float scale, int32_t n_splits, float* ws_o, float* ws_ml, void* direct_out);
+                          float scale, int32_t n_splits, float* ws_o, float* ws_ml, void* out, int32_t* counters);
 // out [n_tokens, n_heads, head_dim] (bf16) from the partial results.
 void LaunchAttentionCombine(cudaStream_t s, int32_t n_tokens, int32_t n_heads, int32_t head_dim, int32_t n_splits,
                             const float* ws_o, const float* ws_ml, void* out);

@@ -66,6 +66,70 @@ TEST(CudaMatMul, MergedGemvsMatchSeparateProducts) {
                 "merged gemv #" + std::to_string(i));
 }
 
+// The decode step's RMSNorm (after the residual add, or alone) becomes the prologue of the GEMV that reads
+// its result, and SiLU-and-multiply (in place, as the model calls it, or into another tensor) the epilogue
+// of the gate/up GEMV (gemv.cu); the tensors they write must be written all the same. Three rounds with
+// new values through the same tensors, so that the later ones replay a captured graph (the fused norm
+// elects a writer with a device counter that must be back at zero after each step). 9 tokens take the
+// unfused norm.
+TEST(CudaMatMul, NormAndSiluFusedIntoGemv) {
+  INFX_REQUIRE_GPU();
+  const int64_t k = 2048, ff = 1536, vocab = 1000;
+  const float s = 1.0f / std::sqrt(static_cast<float>(k)), sd = 1.0f / std::sqrt(static_cast<float>(ff));
+  for (int64_t n : {1, 3, 8, 9, 16}) {
+    const bool in_place = n % 2 == 1;
+    Rig rig;
+    auto h = rig.Act({n, k}, Rand(n * k, 1, -2, 2));
+    auto d = rig.Act({n, k}, Rand(n * k, 2, -2, 2));
+    auto nw = rig.Weight(DType::kBF16, {k}, Rand(k, 3, 0.5f, 1.5f));
+    auto nw2 = rig.Weight(DType::kF32, {k}, Rand(k, 4, -0.5f, 0.5f));
+    auto wq = rig.Weight(DType::kBF16, {512, k}, Rand(512 * k, 5, -s, s));
+    auto wk = rig.Weight(DType::kBF16, {128, k}, Rand(128 * k, 6, -s, s));
+    auto wg = rig.Weight(DType::kBF16, {ff, k}, Rand(ff * k, 7, -s, s));
+    auto wu = rig.Weight(DType::kBF16, {ff, k}, Rand(ff * k, 8, -s, s));
+    auto wd = rig.Weight(DType::kBF16, {k, ff}, Rand(ff * k, 9, -sd, sd));
+    auto wl = rig.Weight(DType::kBF16, {vocab, k}, Rand(vocab * k, 10, -s, s));
+    auto normed = rig.Out({n, k}), q = rig.Out({n, 512}), kk = rig.Out({n, 128}), normed_b = rig.Out({n, k}),
+         gate = rig.Out({n, ff}), up = rig.Out({n, ff}), act = rig.Out({n, ff}), down = rig.Out({n, k}),
+         normed2 = rig.Out({n, k}), logits = rig.Out({n, vocab}, DType::kF32);
+    Pair& silu = in_place ? gate : act;
+    auto step = [&](Backend& be, Tensor Pair::*side) {
+      be.Add(h.*side, d.*side, h.*side);  // in place, as the residual stream
+      be.RmsNorm(h.*side, nw.*side, 1e-6f, false, normed.*side);
+      be.MatMul(normed.*side, wq.*side, q.*side);
+      be.MatMul(normed.*side, wk.*side, kk.*side);
+      be.RmsNorm(h.*side, nw2.*side, 1e-6f, true, normed_b.*side);
+      be.MatMul(normed_b.*side, wg.*side, gate.*side);
+      be.MatMul(normed_b.*side, wu.*side, up.*side);
+      be.SiluMul(gate.*side, up.*side, silu.*side);
+      be.MatMul(silu.*side, wd.*side, down.*side);
+      be.RmsNorm(down.*side, nw2.*side, 1e-6f, true, normed2.*side);
+      be.MatMul(normed2.*side, wl.*side, logits.*side);
+    };
+    for (int round = 0; round < 3; ++round) {
+      if (round > 0) {
+        rig.Set(h, Rand(n * k, 11 + round, -2, 2));
+        rig.Set(d, Rand(n * k, 21 + round, -2, 2));
+      }
+      step(rig.cpu, &Pair::cpu);
+      step(rig.gpu, &Pair::gpu);
+      const std::string at = " n=" + std::to_string(n) + " round " + std::to_string(round);
+      // The residual sum and its norms: bf16 roundings of f32 values; the products (and the norm of one) as
+      // CheckMatMul's.
+      ExpectClose(rig.Gpu(h.gpu), Rig::Cpu(h.cpu), 4e-3, 8e-3, "fused: residual sum" + at);
+      ExpectClose(rig.Gpu(normed.gpu), Rig::Cpu(normed.cpu), 4e-3, 8e-3, "fused: add + norm" + at);
+      ExpectClose(rig.Gpu(normed_b.gpu), Rig::Cpu(normed_b.cpu), 4e-3, 8e-3, "fused: norm" + at);
+      std::vector<std::pair<Pair*, const char*>> products = {{&q, "q"},          {&kk, "k"},
+                                                             {&up, "up"},        {&silu, "silu(gate) * up"},
+                                                             {&down, "down"},    {&normed2, "norm of down"},
+                                                             {&logits, "logits"}};
+      if (!in_place) products.emplace_back(&gate, "gate");
+      for (auto [got, name] : products)
+        ExpectClose(rig.Gpu(got->gpu), Rig::Cpu(got->cpu), 8e-3, 2e-2, std::string("fused: ") + name + at);
+    }
+  }
+}
+
 TEST(CudaMatMul, CublasPathAtPrefillShapes) {
   INFX_REQUIRE_GPU();
   Rig rig;

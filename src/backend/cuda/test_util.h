@@ -53,6 +53,11 @@ class Rig {
     Upload(p.gpu, values);
     return p;
   }
+  // New values (bf16-exact) for an activation made by Act, through the same tensors.
+  void Set(const Pair& p, const std::vector<float>& values) {
+    std::memcpy(p.cpu.data, values.data(), values.size() * sizeof(float));
+    Upload(p.gpu, values);
+  }
   // Outputs, poisoned with NaN on both sides.
   Pair Out(Shape shape, DType gpu_dtype = DType::kBF16) {
     std::vector<float> nan(static_cast<size_t>(shape.numel()), NAN);
