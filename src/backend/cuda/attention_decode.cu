@@ -1,7 +1,6 @@
 // Split-KV attention ("flash decoding") for any batch layout, on CUDA cores: a block owns one token,
 // one KV head (all query heads of its GQA group, so K and V are read once per group) and one chunk of
-// the key positions; the chunks' partial softmax results are merged by the last block of the token and
-// KV head to finish (or by a combine kernel). Used for decode
+// the key positions; a combine kernel merges the chunks' partial softmax results. Used for decode
 // steps, and for any head_dim the flash kernel does not take. The number of splits is fixed by the
 // host (so that decode steps replay as one graph); the keys per split follow each token's context
 // length on the device, in whole sub-tiles of kKeys, so a short context runs on few busy blocks and
@@ -47,7 +46,7 @@ __host__ __device__ inline SmemLayout Layout(int group, int d) {
 
 __global__ void __launch_bounds__(kThreads)
     AttentionSplitKernel(DeviceLayout layout, KvCacheView kv, const bf16* q, int n_heads, float scale, int n_splits,
-                         float* ws_o, float* ws_ml, bf16* out, int* counters) {
+                         float* ws_o, float* ws_ml, bf16* direct_out) {
   AllowDependentLaunch();
   const int t = blockIdx.x, kvh = blockIdx.y, split = blockIdx.z;
   const int hkv = kv.n_kv_heads, d = kv.head_dim, group = n_heads / hkv, tid = threadIdx.x;
@@ -58,7 +57,6 @@ __global__ void __launch_bounds__(kThreads)
   const int begin = split * chunk, end = min(begin + chunk, len);
   const int64_t head0 = static_cast<int64_t>(t) * n_heads + static_cast<int64_t>(kvh) * group;
   if (begin >= end) {  // nothing to attend to in this chunk: an empty partial result
-    if (counters != nullptr) return;  // the combining block reads only the splits with keys
     for (int i = tid; i < group; i += kThreads) {
       ws_ml[((head0 + i) * n_splits + split) * 2] = -INFINITY;
       ws_ml[((head0 + i) * n_splits + split) * 2 + 1] = 0.0f;
@@ -191,10 +189,10 @@ __global__ void __launch_bounds__(kThreads)
     }
   }
   __syncthreads();
-  if (ws_o == nullptr) {  // a single split: the final output
+  if (direct_out != nullptr) {  // a single split: the final output
     for (int i = tid; i < group * d; i += kThreads) {
       int gi = i / d;
-      out[head0 * d + i] = __float2bfloat16_rn(ls[gi] > 0.0f ? os[i] / ls[gi] : 0.0f);
+      direct_out[head0 * d + i] = __float2bfloat16_rn(ls[gi] > 0.0f ? os[i] / ls[gi] : 0.0f);
     }
     return;
   }
@@ -206,33 +204,6 @@ __global__ void __launch_bounds__(kThreads)
     ws_ml[((head0 + gi) * n_splits + split) * 2] = ms[gi];
     ws_ml[((head0 + gi) * n_splits + split) * 2 + 1] = ls[gi];
   }
-  if (counters == nullptr) return;
-  // The last of the splits with keys to get here combines them (its reads bypass L1: the other blocks'
-  // results are only in L2).
-  __shared__ int last;
-  __threadfence();
-  __syncthreads();
-  const int active = (len + chunk - 1) / chunk;
-  int* counter = counters + static_cast<int64_t>(t) * hkv + kvh;
-  if (tid == 0) last = atomicAdd(counter, 1) == active - 1;
-  __syncthreads();
-  if (!last) return;
-  __threadfence();
-  for (int gi = warp; gi < group; gi += kThreads / 32) {
-    const float* ml = ws_ml + (head0 + gi) * n_splits * 2;
-    const float* o = ws_o + (head0 + gi) * n_splits * d;
-    float m = -INFINITY;
-    for (int sp = 0; sp < active; ++sp) m = fmaxf(m, __ldcg(ml + 2 * sp));
-    float l = 0;
-    for (int sp = 0; sp < active; ++sp) l += __ldcg(ml + 2 * sp + 1) * expf(__ldcg(ml + 2 * sp) - m);
-    const float inv = l > 0.0f ? 1.0f / l : 0.0f;
-    for (int dd = lane; dd < d; dd += 32) {
-      float acc = 0;
-      for (int sp = 0; sp < active; ++sp) acc += __ldcg(o + sp * d + dd) * expf(__ldcg(ml + 2 * sp) - m);
-      out[(head0 + gi) * d + dd] = __float2bfloat16_rn(acc * inv);
-    }
-  }
-  if (tid == 0) *counter = 0;
 }
 
 __global__ void AttentionCombineKernel(int n_heads, int d, int n_splits, const float* ws_o, const float* ws_ml,
@@ -261,13 +232,13 @@ __global__ void AttentionCombineKernel(int n_heads, int d, int n_splits, const f
 size_t AttentionSplitSmemBytes(int group, int head_dim) { return Layout(group, head_dim).total; }
 
 void LaunchAttentionSplit(cudaStream_t s, DeviceLayout layout, KvCacheView kv, const void* q, int32_t n_heads,
-                          float scale, int32_t n_splits, float* ws_o, float* ws_ml, void* out, int32_t* counters) {
+                          float scale, int32_t n_splits, float* ws_o, float* ws_ml, void* direct_out) {
   if (layout.n_tokens == 0) return;
   dim3 grid(static_cast<unsigned>(layout.n_tokens), static_cast<unsigned>(kv.n_kv_heads),
             static_cast<unsigned>(n_splits));
   size_t smem = AttentionSplitSmemBytes(n_heads / kv.n_kv_heads, kv.head_dim);
   LaunchDependent(AttentionSplitKernel, grid, kThreads, smem, s, layout, kv, static_cast<const bf16*>(q), n_heads,
-                  scale, n_splits, ws_o, ws_ml, static_cast<bf16*>(out), counters);
+                  scale, n_splits, ws_o, ws_ml, static_cast<bf16*>(direct_out));
   INFX_CUDA_CHECK_LAUNCH();
 }
 

@@ -84,8 +84,8 @@ CudaBackend::CudaBackend(const CudaOptions& options)
   cuda::ConfigureQuantMoeMma(smem_optin_);
   cuda::ConfigureGdnKernels(smem_optin_);
   cuda::ConfigureGemv(smem_optin_);
-  sync_counters_ = cuda::DeviceBuffer(kSyncCounters * sizeof(int32_t), "block counters");
-  INFX_CUDA_CHECK(cudaMemset(sync_counters_.data(), 0, sync_counters_.size_bytes()));
+  gemv_counter_ = cuda::DeviceBuffer(sizeof(int32_t), "GEMV block counter");
+  INFX_CUDA_CHECK(cudaMemset(gemv_counter_.data(), 0, gemv_counter_.size_bytes()));
   for (auto& e : staging_done_) INFX_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
 }
 
@@ -157,7 +157,7 @@ cuda::GemvPrologue CudaBackend::TakeGemvPrologue(const Tensor& x) {
   pro.w_dtype = static_cast<int32_t>(pending_norm_w_.dtype);
   pro.eps = pending_eps_;
   pro.w_offset = pending_w_offset_;
-  pro.counter = static_cast<int32_t*>(sync_counters_.data());
+  pro.counter = static_cast<int32_t*>(gemv_counter_.data());
   pending_ = Pending::kNone;
   return pro;
 }

@@ -165,11 +165,9 @@ class CudaBackend final : public Backend {
   Tensor pending_sum_, pending_norm_w_;
   float pending_eps_ = 0, pending_w_offset_ = 0;
   std::vector<PendingHead> pending_heads_;      // kHeads: up to 2 (q, k)
-  // Zero-initialised ints through which the blocks of one kernel elect the one that finishes a job
-  // (left at zero by it): [0] the fused-norm GEMV (cuda::GemvPrologue), from kAttentionCounters one per
-  // (token, KV head) of the split attention's combine.
-  static constexpr int64_t kSyncCounters = 16384, kAttentionCounters = 64;
-  cuda::DeviceBuffer sync_counters_;
+  // A zero-initialised int through which the blocks of the fused-norm GEMV elect the one that writes
+  // its tensors (left at zero by it; cuda::GemvPrologue).
+  cuda::DeviceBuffer gemv_counter_;
 };
 
 }  // namespace infernix

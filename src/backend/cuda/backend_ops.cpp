@@ -351,19 +351,13 @@ void CudaBackend::Attention(const Tensor& q, const Tensor& k, const Tensor& v, S
   const int64_t splits = std::clamp<int64_t>((target_blocks + n * hkv - 1) / (n * hkv), 1, max_splits);
   if (splits == 1) {  // the split kernel writes the output itself
     Enqueue(cuda::LaunchAttentionSplit, dl, kv, q.data, static_cast<int32_t>(hq), scale, 1,
-            static_cast<float*>(nullptr), static_cast<float*>(nullptr), out.data, static_cast<int32_t*>(nullptr));
+            static_cast<float*>(nullptr), static_cast<float*>(nullptr), out.data);
     return;
   }
   Tensor ws_o = Scratch(DType::kF32, {n, hq, splits, d});
   Tensor ws_ml = Scratch(DType::kF32, {n, hq, splits, 2});
-  if (options_.fuse && n * hkv <= kSyncCounters - kAttentionCounters) {  // the last split of a head combines
-    Enqueue(cuda::LaunchAttentionSplit, dl, kv, q.data, static_cast<int32_t>(hq), scale, static_cast<int32_t>(splits),
-            ws_o.as<float>(), ws_ml.as<float>(), out.data,
-            static_cast<int32_t*>(sync_counters_.data()) + kAttentionCounters);
-    return;
-  }
   Enqueue(cuda::LaunchAttentionSplit, dl, kv, q.data, static_cast<int32_t>(hq), scale, static_cast<int32_t>(splits),
-          ws_o.as<float>(), ws_ml.as<float>(), static_cast<void*>(nullptr), static_cast<int32_t*>(nullptr));
+          ws_o.as<float>(), ws_ml.as<float>(), static_cast<void*>(nullptr));
   Enqueue(cuda::LaunchAttentionCombine, static_cast<int32_t>(n), static_cast<int32_t>(hq), static_cast<int32_t>(d),
           static_cast<int32_t>(splits), ws_o.as<const float>(), ws_ml.as<const float>(), out.data);
 }

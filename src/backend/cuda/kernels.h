@@ -184,11 +184,9 @@ void LaunchQkvPrep(cudaStream_t s, DeviceLayout layout, KvCacheView kv, QkvPrep 
 // [split * chunk, min((split + 1) * chunk, pos + 1)), chunk = (pos + 1) / n_splits rounded up to
 // whole sub-tiles of 32 keys (so splits past the context are empty), and leaves an unnormalised partial result:
 // ws_o [n_tokens, n_heads, n_splits, head_dim], ws_ml [n_tokens, n_heads, n_splits, 2] (max, sum).
-// With n_splits == 1 and out set, it writes the final bf16 output there instead. With counters (n_tokens
-// x n_kv_heads ints, zero at launch and left at zero), the last block of a (token, KV head) to finish
-// also combines the partial results into out, as LaunchAttentionCombine would (one launch less).
+// With n_splits == 1 and direct_out set, it writes the final bf16 output there instead.
 void LaunchAttentionSplit(cudaStream_t s, DeviceLayout layout, KvCacheView kv, const void* q, int32_t n_heads,
-                          float scale, int32_t n_splits, float* ws_o, float* ws_ml, void* out, int32_t* counters);
+                          float scale, int32_t n_splits, float* ws_o, float* ws_ml, void* direct_out);
 // out [n_tokens, n_heads, head_dim] (bf16) from the partial results.
 void LaunchAttentionCombine(cudaStream_t s, int32_t n_tokens, int32_t n_heads, int32_t head_dim, int32_t n_splits,
                             const float* ws_o, const float* ws_ml, void* out);
