@@ -12,6 +12,8 @@
 #   ncu       per-kernel time and DRAM traffic of batch-1 decode steps ($NCU_MODEL config, default
 #             qwen3-8b; $NCU_ARGS added to the bench command, e.g. "--num-layers 4 --dummy-quant q4_k";
 #             $NCU_SKIP / $NCU_COUNT launches skipped / profiled; $NCU_TAG names the log)
+#   gemvbench the decode GEMVs alone (bench/cuda/gemv_bench.cpp) for $GEMV_TYPES (default bf16, bf16 with
+#             the norm prologue, q8_0, q4_k, f8_e4m3_b128) at 1 and 8 tokens
 #   sanitize  compute-sanitizer memcheck over the gpu tests
 # Logs go to $OUT. Optional, carried in .deps/ (ignored by git): src.tar.gz (a `git archive` of the
 # commit under test, built instead of the working tree), include/ + lib/ (PCRE2, utf8proc) and a
@@ -48,11 +50,14 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --f
 cat "$OUT/gpu.txt"
 echo "== configure"
 cmake -S $SRC -B $BUILD -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DINFERNIX_CUDA_ARCHITECTURES=90 \
-  -DINFERNIX_BUILD_BENCH=OFF -DINFERNIX_CUDA_PTXAS_VERBOSE=ON > "$OUT/configure.log" 2>&1 ||
+  -DINFERNIX_BUILD_BENCH=ON -DINFERNIX_CUDA_PTXAS_VERBOSE=ON > "$OUT/configure.log" 2>&1 ||
   { tail -40 "$OUT/configure.log"; exit 1; }
 echo "== build"
 start=$(date +%s)
-ninja -C $BUILD -j"$JOBS" -k 0 backend_cuda_test gpu_model_test infernix > "$OUT/build.log" 2>&1 ||
+targets="backend_cuda_test gpu_model_test infernix"
+case " $* " in *" gemvbench "*) targets="$targets gemv_bench" ;; esac
+# shellcheck disable=SC2086  # the targets are meant to split
+ninja -C $BUILD -j"$JOBS" -k 0 $targets > "$OUT/build.log" 2>&1 ||
   { grep -E -A12 "error|FAILED" "$OUT/build.log" | head -80; }
 echo "build: $(( $(date +%s) - start )) s"
 grep -E "registers|spill" "$OUT/build.log" | sort | uniq -c | sort -rn | head -5
@@ -101,6 +106,14 @@ for step in "$@"; do
         --dummy-weights --backend cuda -p 1 -n 32 -b 1 -r 1 ${NCU_ARGS:-} > "$OUT/ncu${NCU_TAG:-}.csv" 2> "$OUT/ncu${NCU_TAG:-}.err"
       echo "ncu: exit $?"; tail -3 "$OUT/ncu${NCU_TAG:-}.err"
       python3 "$ROOT/bench/cuda/ncu_summary.py" "$OUT/ncu${NCU_TAG:-}.csv" ;;
+    gemvbench)
+      echo "== the decode GEMVs alone"
+      for t in ${GEMV_TYPES:-bf16 bf16:--norm q8_0 q4_k f8_e4m3_b128}; do  # type[:extra flags]
+        flags=${t#*:}
+        [ "$flags" = "$t" ] && flags=""
+        # shellcheck disable=SC2086  # the extra flags are meant to split
+        timeout 200 $BUILD/bin/gemv_bench --type ${t%%:*} --tokens 1,8 $flags 2>&1 | tee -a "$OUT/gemv_bench.log"
+      done ;;
     sanitize)
       echo "== compute-sanitizer memcheck"
       for t in backend_cuda_test:${SANITIZE_OPS_S:-280} gpu_model_test:${SANITIZE_MODELS_S:-150}; do
