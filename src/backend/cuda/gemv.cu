@@ -14,12 +14,12 @@
 // streaming overlaps the tail and launch of the previous kernel.
 //
 // Two ops of the decode step are fused in (kernels.h, GemvBatch): the RMSNorm (with the residual add)
-// before q/k/v, gate/up and the LM head as a prologue, and the SiLU-and-multiply after gate/up as an
-// epilogue. Each would otherwise be a kernel of its own between two GEMVs, costing a full drain and
-// ramp of the GPU (a few microseconds) for a few kilobytes of work. With the norm, every block computes
-// the normalised rows itself into shared memory (blocks then loop over tiles, so that this happens once
-// per block, not per tile). With SiLU, a block computes a tile of gate and then the same rows of up,
-// keeping gate's sums in registers, and writes SiLU(gate) * up.
+// before q/k/v, gate/up and other products of a normalised input as a prologue, and the
+// SiLU-and-multiply after gate/up as an epilogue. Each would otherwise be a kernel of its own between two GEMVs,
+// costing a full drain and ramp of the GPU (a few microseconds) for a few kilobytes of work. With the norm, every block
+// computes the normalised rows itself into shared memory (blocks then loop over tiles, so that this happens once per
+// block, not per tile). With SiLU, a block computes a tile of gate and then the same rows of up, keeping gate's sums in
+// registers, and writes SiLU(gate) * up.
 #include "backend/cuda/device_util.cuh"
 
 namespace infernix::cuda {
