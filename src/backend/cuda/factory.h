@@ -19,8 +19,9 @@ struct CudaOptions {
   // Matrix-product paths; turning one off sends its cases to the next (gemv -> cuBLASLt -> CUDA cores).
   bool gemv = true;
   bool cublas = true;
-  // Fuse neighbouring ops (residual add + norm, q/k norm + RoPE + KV append); off: every op is its
-  // own launch (tests compare the two).
+  // Fuse neighbouring ops (residual add + norm, q/k norm + RoPE + KV append, the norm into the decode
+  // GEMV that reads it, SiLU-and-multiply into the gate/up GEMV); off: every op is its own launch
+  // (tests compare the two).
   bool fuse = true;
 };
 
