@@ -8,9 +8,9 @@
 // blocks); the numbers do not depend on the values. Needs a GPU.
 //
 //   gemv_bench [--type bf16|q8_0|q4_k|f8_e4m3_b128|...] [--tokens 1,8] [--layers 36] [--norm] ...
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -21,6 +21,7 @@
 #include "backend/cuda/factory.h"
 #include "backend/cuda/kernels.h"
 #include "backend/cuda/memory.h"
+#include "backend/cuda/timing.h"
 #include "base/error.h"
 #include "tensor/dtype.h"
 
@@ -72,28 +73,6 @@ std::vector<int64_t> ParseTokens(const std::string& list, int64_t max_tokens) {
     at = end + 1;
   }
   return out;
-}
-
-// Median milliseconds of one launch of graph over `reps` runs, after two warm-up runs.
-double TimeGraph(cudaStream_t s, cudaGraphExec_t graph, int reps) {
-  cudaEvent_t start, stop;
-  INFX_CUDA_CHECK(cudaEventCreate(&start));
-  INFX_CUDA_CHECK(cudaEventCreate(&stop));
-  for (int i = 0; i < 2; ++i) INFX_CUDA_CHECK(cudaGraphLaunch(graph, s));
-  std::vector<float> ms;
-  for (int i = 0; i < reps; ++i) {
-    INFX_CUDA_CHECK(cudaEventRecord(start, s));
-    INFX_CUDA_CHECK(cudaGraphLaunch(graph, s));
-    INFX_CUDA_CHECK(cudaEventRecord(stop, s));
-    INFX_CUDA_CHECK(cudaEventSynchronize(stop));
-    float t = 0;
-    INFX_CUDA_CHECK(cudaEventElapsedTime(&t, start, stop));
-    ms.push_back(t);
-  }
-  INFX_CUDA_CHECK(cudaEventDestroy(start));
-  INFX_CUDA_CHECK(cudaEventDestroy(stop));
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
 }
 
 int Run(const Options& o) {
@@ -225,14 +204,16 @@ int Run(const Options& o) {
       for (int l = 0; l < layers; ++l)
         for (size_t p = 0; p < products.size(); ++p) launch(l, p, n);
     });
-    row(fmt::format("chain of {} layers", layers), TimeGraph(s, chain, o.reps),
+    row(fmt::format("chain of {} layers", layers),
+        cuda::MedianMs(s, 2, o.reps, [&] { INFX_CUDA_CHECK(cudaGraphLaunch(chain, s)); }),
         static_cast<double>(layer_bytes) * layers);
     INFX_CUDA_CHECK(cudaGraphExecDestroy(chain));
     for (size_t p = 0; p < products.size(); ++p) {
       cudaGraphExec_t alone = capture([&] {
         for (int l = 0; l < layers; ++l) launch(l, p, n);
       });
-      row(fmt::format("{} x {}", products[p].name, layers), TimeGraph(s, alone, o.reps),
+      row(fmt::format("{} x {}", products[p].name, layers),
+          cuda::MedianMs(s, 2, o.reps, [&] { INFX_CUDA_CHECK(cudaGraphLaunch(alone, s)); }),
           static_cast<double>(product_bytes[p]) * layers);
       INFX_CUDA_CHECK(cudaGraphExecDestroy(alone));
     }
