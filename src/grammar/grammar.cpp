@@ -118,16 +118,12 @@ void GrammarBuilder::AppendLiteral(std::string_view text, Sequence* seq) {
 }
 
 uint32_t GrammarBuilder::RuleId(const std::string& name) {
-  for (uint32_t i = 0; i < grammar_.rules.size(); ++i) {
-    if (grammar_.rules[i].name == name) return i;
-  }
-  grammar_.rules.push_back({name, {}});
-  return static_cast<uint32_t>(grammar_.rules.size() - 1);
+  const auto [it, added] = rule_index_.try_emplace(name, static_cast<uint32_t>(grammar_.rules.size()));
+  if (added) grammar_.rules.push_back({name, {}});
+  return it->second;
 }
 
-bool GrammarBuilder::HasRule(const std::string& name) const {
-  return std::any_of(grammar_.rules.begin(), grammar_.rules.end(), [&](const Rule& r) { return r.name == name; });
-}
+bool GrammarBuilder::HasRule(const std::string& name) const { return rule_index_.count(name) != 0; }
 
 uint32_t GrammarBuilder::AddHelper(std::string_view base, std::vector<Sequence> alternatives) {
   std::string name;
@@ -135,6 +131,7 @@ uint32_t GrammarBuilder::AddHelper(std::string_view base, std::vector<Sequence> 
     name = fmt::format("{}-{}", base, n);
     if (!HasRule(name)) break;
   }
+  rule_index_.emplace(name, static_cast<uint32_t>(grammar_.rules.size()));
   grammar_.rules.push_back({std::move(name), std::move(alternatives)});
   return static_cast<uint32_t>(grammar_.rules.size() - 1);
 }

@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace infernix::grammar {
@@ -84,6 +85,7 @@ class GrammarBuilder {
  private:
   Grammar grammar_;
   std::vector<std::pair<CharClass, uint32_t>> class_index_;  // sorted by class for lookup
+  std::unordered_map<std::string, uint32_t> rule_index_;     // rule name -> id (a large schema has thousands)
 };
 
 // A rule that can reach itself without consuming input (left recursion, which the pushdown matcher

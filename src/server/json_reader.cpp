@@ -2,20 +2,115 @@
 
 #include <fmt/format.h>
 
+#include <unordered_map>
+#include <utility>
+
 namespace infernix {
 
-Json ParseRequestBody(const std::string& body) {
-  // The parser reports each array or object as it opens, with the depth of its parent: refuse the
-  // one past the limit before anything deeper is built.
-  auto limit_depth = [](int depth, Json::parse_event_t event, Json&) {
-    if ((event == Json::parse_event_t::object_start || event == Json::parse_event_t::array_start) &&
-        depth >= kMaxRequestDepth)
-      BadRequest("", fmt::format("the request body nests arrays and objects deeper than {} levels", kMaxRequestDepth));
+namespace {
+
+// nlohmann SAX events into an ordered_json, appending members without the ordered_map's search for an
+// existing key; a per-object index of the keys (from kIndexFrom members on) finds repeated ones.
+class OrderedBuilder {
+ public:
+  using Members = Json::object_t::Container;  // ordered_map's underlying vector of (key, value)
+
+  bool null() { return Put(Json(nullptr)); }
+  bool boolean(bool v) { return Put(Json(v)); }
+  bool number_integer(Json::number_integer_t v) { return Put(Json(v)); }
+  bool number_unsigned(Json::number_unsigned_t v) { return Put(Json(v)); }
+  bool number_float(Json::number_float_t v, const std::string&) { return Put(Json(v)); }
+  bool string(std::string& v) { return Put(Json(std::move(v))); }
+  bool binary(Json::binary_t& v) { return Put(Json::binary(std::move(v))); }
+  bool start_object(std::size_t) { return Open(Json::object()); }
+  bool start_array(std::size_t) { return Open(Json::array()); }
+  bool end_object() { return Close(); }
+  bool end_array() { return Close(); }
+  bool key(std::string& k) {
+    Frame& f = stack_.back();
+    Members& members = f.value->get_ref<Json::object_t&>();
+    size_t slot = members.size();
+    if (!f.index.empty()) {
+      if (auto it = f.index.find(k); it != f.index.end()) slot = it->second;
+    } else {
+      for (size_t i = 0; i < members.size(); ++i)
+        if (members[i].first == k) slot = i;
+    }
+    if (slot == members.size()) {
+      if (!f.index.empty() || members.size() + 1 >= kIndexFrom) {
+        if (f.index.empty())
+          for (size_t i = 0; i < members.size(); ++i) f.index.emplace(members[i].first, i);
+        f.index.emplace(k, slot);
+      }
+      members.emplace_back(std::move(k), nullptr);
+    }
+    f.member = &members[slot].second;
     return true;
+  }
+  // Rethrows the parser's exception with its own type (parse_error, out_of_range).
+  template <class Exception>
+  bool parse_error(std::size_t, const std::string&, const Exception& e) {
+    throw e;
+  }
+
+  Json& root() { return root_; }
+
+ private:
+  static constexpr size_t kIndexFrom = 16;
+  struct Frame {
+    Json* value = nullptr;
+    Json* member = nullptr;  // objects: where the value of the last key goes
+    std::unordered_map<std::string, size_t> index;
   };
+
+  Json* Place(Json&& v) {
+    if (stack_.empty()) {
+      root_ = std::move(v);
+      return &root_;
+    }
+    Frame& f = stack_.back();
+    if (f.value->is_array()) {
+      Json::array_t& items = f.value->get_ref<Json::array_t&>();
+      items.push_back(std::move(v));
+      return &items.back();
+    }
+    *f.member = std::move(v);
+    return f.member;
+  }
+  bool Put(Json&& v) {
+    Place(std::move(v));
+    return true;
+  }
+  bool Open(Json&& container) {
+    // Each array or object is refused as it opens, before anything deeper is built.
+    if (stack_.size() >= static_cast<size_t>(kMaxRequestDepth))
+      BadRequest("", fmt::format("the request body nests arrays and objects deeper than {} levels", kMaxRequestDepth));
+    Frame f;
+    f.value = Place(std::move(container));
+    stack_.push_back(std::move(f));
+    return true;
+  }
+  bool Close() {
+    stack_.pop_back();
+    return true;
+  }
+
+  Json root_;
+  std::vector<Frame> stack_;
+};
+
+}  // namespace
+
+Json ParseOrderedJson(std::string_view text) {
+  OrderedBuilder builder;
+  Json::sax_parse(text, &builder);
+  return std::move(builder.root());
+}
+
+Json ParseRequestBody(const std::string& body) {
   Json j;
   try {
-    j = Json::parse(body, limit_depth);
+    j = ParseOrderedJson(body);
   } catch (const nlohmann::json::parse_error& e) {
     BadRequest("", fmt::format("malformed JSON in the request body at byte {}: {}", e.byte, e.what()));
   } catch (const nlohmann::json::out_of_range& e) {  // a number no double holds (1e999)

@@ -10,6 +10,7 @@
 #include "grammar/json_schema.h"
 #include "grammar/regex.h"
 #include "grammar/tool_call_grammar.h"
+#include "server/json_reader.h"
 
 namespace infernix {
 namespace {
@@ -71,10 +72,14 @@ std::shared_ptr<grammar::TokenGrammar> ModelService::CompileGrammar(GrammarKind 
     case GrammarKind::kGbnf: g = grammar::ParseGbnf(source); break;
     case GrammarKind::kRegex: g = grammar::ParseRegex(source); break;
     case GrammarKind::kJson: g = grammar::ParseGbnf(grammar::JsonGbnf()); break;
-    case GrammarKind::kJsonSchema: g = grammar::JsonSchemaGrammar(nlohmann::ordered_json::parse(source)); break;
-    case GrammarKind::kToolCalls: g = grammar::ToolCallGrammar(nlohmann::ordered_json::parse(source), syntax); break;
+    case GrammarKind::kJsonSchema:
+      g = grammar::JsonSchemaGrammar(ParseOrderedJson(source));
+      break;
+    case GrammarKind::kToolCalls:
+      g = grammar::ToolCallGrammar(ParseOrderedJson(source), syntax);
+      break;
     case GrammarKind::kToolCallsLazy:
-      g = grammar::Concat({grammar::Literal("\n"), grammar::ToolCallGrammar(nlohmann::ordered_json::parse(source), syntax)});
+      g = grammar::Concat({grammar::Literal("\n"), grammar::ToolCallGrammar(ParseOrderedJson(source), syntax)});
       break;
     case GrammarKind::kChoices: {
       nlohmann::json arr = nlohmann::json::parse(source);
