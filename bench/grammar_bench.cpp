@@ -15,6 +15,8 @@
 //   BM_StepCold:     a new TokenGrammar and matcher per document: the first request with a
 //                    new grammar (includes computing every per-stack mask it meets).
 //   BM_BuildVocabulary / BM_CompileJson / BM_CompileSchema: the one-off costs.
+//   BM_WideSchemaCompile / BM_WideSchemaFirstToken: a schema of N flat properties compiled (and run to
+//                    the mask after `{`): how compile time grows with schema size (linearly).
 // Flags are Google Benchmark's (--benchmark_filter=..., --benchmark_min_time=...).
 #include <algorithm>
 #include <chrono>
