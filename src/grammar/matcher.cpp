@@ -83,12 +83,16 @@ std::string StackEngine::StackKey(uint32_t stack) const {
 void StackEngine::Expand(uint32_t node, std::vector<uint32_t>* out) {
   const auto& items = grammar_->items();
   work_.assign(1, node);
-  seen_.clear();
+  if (++stamp_ == 0) {  // wrapped: forget every old stamp
+    std::fill(seen_at_.begin(), seen_at_.end(), 0);
+    stamp_ = 1;
+  }
   while (!work_.empty()) {
     const uint32_t n = work_.back();
     work_.pop_back();
-    if (std::find(seen_.begin(), seen_.end(), n) != seen_.end()) continue;
-    seen_.push_back(n);
+    if (n >= seen_at_.size()) seen_at_.resize(std::max<size_t>(nodes_.size(), n + 1), 0);
+    if (seen_at_[n] == stamp_) continue;
+    seen_at_[n] = stamp_;
     if (n == 0 || n == kFrontier) {
       out->push_back(n);
       continue;

@@ -112,7 +112,9 @@ class StackEngine {
   std::unordered_map<uint64_t, uint32_t> intern_;
   std::vector<std::pair<uint32_t, uint32_t>> after_match_;  // per node; begin == UINT32_MAX: not yet
   std::vector<uint32_t> results_;
-  std::vector<uint32_t> work_, seen_;  // scratch of Expand
+  // Scratch of Expand: its work list, and per node the last Expand call (stamp) that reached it.
+  std::vector<uint32_t> work_, seen_at_;
+  uint32_t stamp_ = 0;
 };
 
 // Matches text against a grammar incrementally, with undo.
