@@ -17,22 +17,23 @@
 //   BM_BuildVocabulary / BM_CompileJson / BM_CompileSchema: the one-off costs.
 //   BM_WideSchemaCompile / BM_WideSchemaFirstToken: a schema of N flat properties compiled (and run to
 //                    the mask after `{`): how compile time grows with schema size (linearly).
+//   BM_ManyToolsFirstToken: the tool-call grammar of N strict tools, to the mask after `{`.
 // Flags are Google Benchmark's (--benchmark_filter=..., --benchmark_min_time=...).
+#include <benchmark/benchmark.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include <benchmark/benchmark.h>
-
 #include "base/file_set.h"
-#include <nlohmann/json.hpp>
-
 #include "grammar/gbnf.h"
 #include "grammar/json_schema.h"
 #include "grammar/token_matcher.h"
+#include "grammar/tool_call_grammar.h"
 #include "tokenizer/tokenizer.h"
 
 namespace infernix::grammar {
@@ -262,6 +263,33 @@ void BM_WideSchemaCompile(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(std::make_shared<const CompiledGrammar>(JsonSchemaGrammar(schema)));
 }
 BENCHMARK(BM_WideSchemaCompile)->ArgsProduct({{125, 500, 2000, 8000}, {1, 0}})->Unit(benchmark::kMillisecond);
+
+// N strict tools of one required string argument each: the tool-call grammar compiled and run to the
+// mask after the opening `{` (a request with many tools under tool_choice "required").
+void BM_ManyToolsFirstToken(benchmark::State& state) {
+  nlohmann::ordered_json tools = nlohmann::ordered_json::array();
+  for (int64_t i = 0; i < state.range(0); ++i)
+    tools.push_back({{"type", "function"},
+                     {"function",
+                      {{"name", "tool_" + std::to_string(i)},
+                       {"strict", true},
+                       {"parameters",
+                        {{"type", "object"},
+                         {"properties", {{"a", {{"type", "string"}}}}},
+                         {"required", {"a"}},
+                         {"additionalProperties", false}}}}}});
+  const int32_t brace = Qwen().Encode("{")[0];
+  for (auto _ : state) {
+    auto g = std::make_shared<const CompiledGrammar>(ToolCallGrammar(tools, ToolCallSyntax::kJson));
+    TokenMatcher m(g, Vocab(), {151643, 151645});
+    std::vector<uint32_t> mask(m.mask_words());
+    m.FillNextTokenBitmask(mask);
+    if (!m.AcceptToken(brace)) state.SkipWithError("'{' was refused");
+    m.FillNextTokenBitmask(mask);
+    benchmark::DoNotOptimize(mask.data());
+  }
+}
+BENCHMARK(BM_ManyToolsFirstToken)->Arg(100)->Arg(400)->Arg(1600)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace infernix::grammar
