@@ -48,9 +48,12 @@ if [ -f $BUILD/CMakeCache.txt ] && ! grep -qx "CMAKE_HOME_DIRECTORY:INTERNAL=$SR
 fi
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv > "$OUT/gpu.txt" 2>&1
 cat "$OUT/gpu.txt"
+# The benchmarks under bench/ (Google Benchmark) only when a step needs one of them.
+bench=OFF
+case " $* " in *" gemvbench "*) bench=ON ;; esac
 echo "== configure"
 cmake -S $SRC -B $BUILD -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DINFERNIX_CUDA_ARCHITECTURES=90 \
-  -DINFERNIX_BUILD_BENCH=ON -DINFERNIX_CUDA_PTXAS_VERBOSE=ON > "$OUT/configure.log" 2>&1 ||
+  -DINFERNIX_BUILD_BENCH=$bench -DINFERNIX_CUDA_PTXAS_VERBOSE=ON > "$OUT/configure.log" 2>&1 ||
   { tail -40 "$OUT/configure.log"; exit 1; }
 echo "== build"
 start=$(date +%s)
