@@ -23,6 +23,7 @@
 #include "backend/cuda/memory.h"
 #include "backend/cuda/timing.h"
 #include "base/error.h"
+#include "base/int_list.h"
 #include "tensor/dtype.h"
 
 namespace infernix {
@@ -43,42 +44,21 @@ struct Product {
   std::vector<int64_t> rows;
 };
 
+// bf16 or a block type, by name.
 DType ParseType(const std::string& name) {
-  std::string names;
-  for (int i = 0; i <= static_cast<int>(DType::kF8E4M3B128); ++i) {
-    const DType t = static_cast<DType>(i);
-    if (t != DType::kBF16 && !IsBlockQuantized(t)) continue;
-    if (name == DTypeName(t)) return t;
-    names += (names.empty() ? "" : ", ") + std::string(DTypeName(t));
-  }
+  if (std::optional<DType> t = DTypeFromName(name); t && (*t == DType::kBF16 || IsBlockQuantized(*t))) return *t;
+  std::string names = "bf16";
+  for (int i = static_cast<int>(DType::kQ4_0); i <= static_cast<int>(DType::kF8E4M3B128); ++i)
+    names += ", " + std::string(DTypeName(static_cast<DType>(i)));
   ThrowError(ErrorCode::kInvalidArgument, "--type: '{}' is not one of {}", name, names);
-}
-
-std::vector<int64_t> ParseTokens(const std::string& list, int64_t max_tokens) {
-  std::vector<int64_t> out;
-  size_t at = 0;
-  while (at <= list.size()) {
-    const size_t end = std::min(list.find(',', at), list.size());
-    const std::string item = list.substr(at, end - at);
-    int64_t v = 0;
-    size_t used = 0;
-    try {
-      v = std::stoll(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used == 0 || used != item.size() || v < 1 || v > max_tokens)
-      ThrowError(ErrorCode::kInvalidArgument, "--tokens: '{}' is not a batch size from 1 to {}", item, max_tokens);
-    out.push_back(v);
-    at = end + 1;
-  }
-  return out;
 }
 
 int Run(const Options& o) {
   const DType type = ParseType(o.type);
   const bool bf16 = type == DType::kBF16;
-  const std::vector<int64_t> tokens = ParseTokens(o.tokens, bf16 ? cuda::kGemvMaxTokens : cuda::kQuantGemvMaxTokens);
+  const int64_t token_limit = bf16 ? cuda::kGemvMaxTokens : cuda::kQuantGemvMaxTokens;
+  const std::vector<int64_t> tokens =
+      ParseIntList(o.tokens, "--tokens", 1, fmt::format("a batch size from 1 to {}", token_limit), "1,8", token_limit);
   if (o.layers < 1 || o.reps < 1 || o.hidden < 1 || o.inter < 1 || o.heads < 1 || o.kv_heads < 1 || o.head_dim < 1)
     ThrowError(ErrorCode::kInvalidArgument, "--layers, --reps and the shapes must be positive");
   if (o.norm && !bf16) ThrowError(ErrorCode::kInvalidArgument, "--norm: only bf16 GEMVs take the norm prologue");

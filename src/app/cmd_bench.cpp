@@ -11,11 +11,11 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
-#include <sstream>
 
 #include "app/commands.h"
 #include "app/model_options.h"
 #include "base/error.h"
+#include "base/int_list.h"
 #include "engine/backend_factory.h"
 #include "model/model.h"
 
@@ -49,12 +49,10 @@ ModelConfig FirstLayers(ModelConfig c, int n) {
 
 // A block type by name (every GGUF block type, and f8_e4m3_b128).
 DType ParseDummyQuant(const std::string& name) {
+  if (std::optional<DType> t = DTypeFromName(name); t && IsBlockQuantized(*t)) return *t;
   std::string names;
-  for (int i = static_cast<int>(DType::kQ4_0); i <= static_cast<int>(DType::kF8E4M3B128); ++i) {
-    const DType t = static_cast<DType>(i);
-    if (name == DTypeName(t)) return t;
-    names += (names.empty() ? "" : ", ") + std::string(DTypeName(t));
-  }
+  for (int i = static_cast<int>(DType::kQ4_0); i <= static_cast<int>(DType::kF8E4M3B128); ++i)
+    names += (names.empty() ? "" : ", ") + std::string(DTypeName(static_cast<DType>(i)));
   ThrowError(ErrorCode::kInvalidArgument, "--dummy-quant: '{}' is not one of {}", name, names);
 }
 
@@ -97,28 +95,6 @@ ModelCounts Count(const ModelConfig& c, double experts_per_moe_layer) {
   return m;
 }
 
-// A comma-separated list of integers >= min_value (--batch, --depth).
-std::vector<int64_t> ParseList(const std::string& text, const char* option, int64_t min_value, const char* what,
-                               const char* example) {
-  std::vector<int64_t> out;
-  std::stringstream ss(text);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    int64_t v = min_value - 1;
-    size_t used = 0;
-    try {
-      v = std::stoll(item, &used);
-    } catch (...) {
-      used = 0;
-    }
-    if (used == 0 || used != item.size() || v < min_value)
-      ThrowError(ErrorCode::kInvalidArgument, "{}: '{}' is not {}", option, item, what);
-    out.push_back(v);
-  }
-  if (out.empty()) ThrowError(ErrorCode::kInvalidArgument, "{}: expected a list such as {}", option, example);
-  return out;
-}
-
 double Seconds(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
@@ -134,9 +110,9 @@ struct Row {
 void Run(const BenchOptions& o) {
   if (o.n_prompt < 1 || o.n_gen < 1 || o.repetitions < 1)
     ThrowError(ErrorCode::kInvalidArgument, "--n-prompt, --n-gen and --repetitions must be positive");
-  const std::vector<int64_t> batches = ParseList(o.batches, "--batch", 1, "a positive batch size", "1,2,4,8");
+  const std::vector<int64_t> batches = ParseIntList(o.batches, "--batch", 1, "a positive batch size", "1,2,4,8");
   const std::vector<int64_t> depths =
-      ParseList(o.depths, "--depth", 0, "a context length of 0 or more tokens", "0,4096");
+      ParseIntList(o.depths, "--depth", 0, "a context length of 0 or more tokens", "0,4096");
   std::unique_ptr<FileSet> files;
   std::unique_ptr<ModelPackage> package;
   if (!o.dummy_weights) package = OpenModel(o.model_path);

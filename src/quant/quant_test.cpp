@@ -31,8 +31,7 @@ struct OracleEntry {
 };
 
 DType TypeFromName(const std::string& name) {
-  for (int t = 0; t <= static_cast<int>(DType::kIQ4_XS); ++t)
-    if (DTypeName(static_cast<DType>(t)) == name) return static_cast<DType>(t);
+  if (std::optional<DType> t = DTypeFromName(name)) return *t;
   ADD_FAILURE() << "unknown type " << name;
   return DType::kF32;
 }

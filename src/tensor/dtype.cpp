@@ -102,6 +102,12 @@ std::string_view DTypeName(DType dtype) {
   return "?";
 }
 
+std::optional<DType> DTypeFromName(std::string_view name) {
+  for (int t = 0; t <= static_cast<int>(DType::kF8E4M3B128); ++t)
+    if (DTypeName(static_cast<DType>(t)) == name) return static_cast<DType>(t);
+  return std::nullopt;
+}
+
 float F16ToF32(uint16_t h) {
   uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
   uint32_t exponent = (h >> 10) & 0x1fu;

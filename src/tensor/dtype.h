@@ -4,6 +4,7 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 namespace infernix {
@@ -27,6 +28,8 @@ enum class DType : uint8_t {
 // Bytes per element: plain types and FP8 only (a check fails for block types: use RowBytes).
 size_t DTypeSize(DType dtype);
 std::string_view DTypeName(DType dtype);
+// The type whose DTypeName is `name`, if any.
+std::optional<DType> DTypeFromName(std::string_view name);
 // Elements per block (1 for plain types and FP8) and bytes per block.
 int64_t DTypeBlockSize(DType dtype);
 size_t DTypeBlockBytes(DType dtype);
