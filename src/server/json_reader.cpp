@@ -29,21 +29,16 @@ class OrderedBuilder {
   bool key(std::string& k) {
     Frame& f = stack_.back();
     Members& members = f.value->get_ref<Json::object_t&>();
-    size_t slot = members.size();
-    if (!f.index.empty()) {
-      if (auto it = f.index.find(k); it != f.index.end()) slot = it->second;
-    } else {
-      for (size_t i = 0; i < members.size(); ++i)
+    if (f.index.empty() && members.size() >= kIndexFrom)  // large enough to index its keys
+      for (size_t i = 0; i < members.size(); ++i) f.index.emplace(members[i].first, i);
+    size_t slot = members.size();  // a new member unless the key is there
+    if (f.index.empty()) {
+      for (size_t i = 0; i < members.size() && slot == members.size(); ++i)
         if (members[i].first == k) slot = i;
+    } else if (auto [it, added] = f.index.try_emplace(k, slot); !added) {
+      slot = it->second;
     }
-    if (slot == members.size()) {
-      if (!f.index.empty() || members.size() + 1 >= kIndexFrom) {
-        if (f.index.empty())
-          for (size_t i = 0; i < members.size(); ++i) f.index.emplace(members[i].first, i);
-        f.index.emplace(k, slot);
-      }
-      members.emplace_back(std::move(k), nullptr);
-    }
+    if (slot == members.size()) members.emplace_back(std::move(k), nullptr);
     f.member = &members[slot].second;
     return true;
   }

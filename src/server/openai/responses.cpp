@@ -23,11 +23,11 @@ std::string ItemText(const Json& content, const std::string& p) {
   std::string text;
   for (size_t i = 0; i < content.size(); ++i) {
     const Json& part = content[i];
-    std::string type =
-        part.is_object() ? JsonReader(part, fmt::format("{}[{}]", p, i)).String("type").value_or("") : "";
+    const std::string pi = fmt::format("{}[{}]", p, i);
+    std::string type = part.is_object() ? JsonReader(part, pi).String("type").value_or("") : "";
     if ((type != "input_text" && type != "output_text" && type != "text") || !part.contains("text") ||
         !part["text"].is_string())
-      BadRequest(fmt::format("{}[{}]", p, i), fmt::format("{}[{}]: content parts of type '{}' are not supported", p, i, type));
+      BadRequest(pi, fmt::format("{}: content parts of type '{}' are not supported", pi, type));
     if (!text.empty()) text += "\n";
     text += part["text"].get<std::string>();
   }
