@@ -250,9 +250,8 @@ void Engine::Step() {
     batch.seqs.push_back(BatchSeq{s.slot, begin, s.n_tokens, s.pos_begin});
     if (s.wants_logits) batch.logit_rows.push_back(static_cast<int32_t>(begin + s.n_tokens - 1));
   }
-  std::vector<float>& logits = logits_;
   try {
-    model_.Forward(batch, *state_, logits);
+    model_.Forward(batch, *state_, logits_);
   } catch (const std::exception& e) {
     for (const ScheduledSeq& s : plan.seqs) {
       Finish(*active_.at(s.request_id), FinishReason::kError, "", false,
@@ -273,7 +272,7 @@ void Engine::Step() {
   for (const ScheduledSeq& s : plan.seqs) {
     if (!s.wants_logits) continue;
     Active& a = *active_.at(s.request_id);
-    std::span<float> l(logits.data() + static_cast<int64_t>(row++) * vocab, static_cast<size_t>(vocab));
+    std::span<float> l(logits_.data() + static_cast<int64_t>(row++) * vocab, static_cast<size_t>(vocab));
     try {
       NextToken(a, l);
     } catch (const std::exception& e) {
