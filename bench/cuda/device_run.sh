@@ -13,7 +13,7 @@
 #             qwen3-8b; $NCU_ARGS added to the bench command, e.g. "--num-layers 4 --dummy-quant q4_k";
 #             $NCU_SKIP / $NCU_COUNT launches skipped / profiled; $NCU_TAG names the log)
 #   gemvbench the decode GEMVs alone (bench/cuda/gemv_bench.cpp) for $GEMV_TYPES (default bf16, bf16 with
-#             the norm prologue, q8_0, q4_k, f8_e4m3_b128) at 1 and 8 tokens
+#             each way of fusing the norms, q8_0, q4_k, f8_e4m3_b128) at 1 and 8 tokens
 #   sanitize  compute-sanitizer memcheck over the gpu tests
 # Logs go to $OUT. Optional, carried in .deps/ (ignored by git): src.tar.gz (a `git archive` of the
 # commit under test, built instead of the working tree), include/ + lib/ (PCRE2, utf8proc) and a
@@ -111,7 +111,7 @@ for step in "$@"; do
       python3 "$ROOT/bench/cuda/ncu_summary.py" "$OUT/ncu${NCU_TAG:-}.csv" ;;
     gemvbench)
       echo "== the decode GEMVs alone"
-      for t in ${GEMV_TYPES:-bf16 bf16:--norm q8_0 q4_k f8_e4m3_b128}; do  # type[:extra flags]
+      for t in ${GEMV_TYPES:-bf16 bf16:--norm=staged bf16:--norm=sums q8_0 q4_k f8_e4m3_b128}; do  # type[:extra flags]
         flags=${t#*:}
         [ "$flags" = "$t" ] && flags=""
         # shellcheck disable=SC2086  # the extra flags are meant to split

@@ -7,7 +7,11 @@
 // attention) and of the host. Weights are random bf16 or constant bytes of a block type (valid, finite
 // blocks); the numbers do not depend on the values. Needs a GPU.
 //
-//   gemv_bench [--type bf16|q8_0|q4_k|f8_e4m3_b128|...] [--tokens 1,8] [--layers 36] [--norm] ...
+// With --norm (bf16), the RMSNorms of the step are fused in as decode can fuse them: `staged`, each q/k/v
+// and gate/up GEMV normalises its input itself first; `sums`, o_proj and down add the residual, sum the
+// squares per tile, and their last block normalises (q/k/v and gate/up read x as it is).
+//
+//   gemv_bench [--type bf16|q8_0|q4_k|f8_e4m3_b128|...] [--tokens 1,8] [--layers 36] [--norm staged|sums] ...
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -34,7 +38,7 @@ struct Options {
   std::string tokens = "1,8";
   int layers = 36, reps = 10;
   int64_t hidden = 4096, inter = 12288, heads = 32, kv_heads = 8, head_dim = 128;
-  bool norm = false;
+  std::string norm = "none";
 };
 
 // Products that share x: one launch.
@@ -61,7 +65,10 @@ int Run(const Options& o) {
       ParseIntList(o.tokens, "--tokens", 1, fmt::format("a batch size from 1 to {}", token_limit), "1,8", token_limit);
   if (o.layers < 1 || o.reps < 1 || o.hidden < 1 || o.inter < 1 || o.heads < 1 || o.kv_heads < 1 || o.head_dim < 1)
     ThrowError(ErrorCode::kInvalidArgument, "--layers, --reps and the shapes must be positive");
-  if (o.norm && !bf16) ThrowError(ErrorCode::kInvalidArgument, "--norm: only bf16 GEMVs take the norm prologue");
+  if (o.norm != "none" && o.norm != "staged" && o.norm != "sums")
+    ThrowError(ErrorCode::kInvalidArgument, "--norm: '{}' is not one of none, staged, sums", o.norm);
+  const bool norm = o.norm != "none", sums = o.norm == "sums";
+  if (norm && !bf16) ThrowError(ErrorCode::kInvalidArgument, "--norm: only bf16 GEMVs take the norm prologue");
 
   if (const std::string why = CudaUnavailableReason(0); !why.empty())
     ThrowError(ErrorCode::kUnsupported, "needs a GPU: {}", why);
@@ -115,7 +122,7 @@ int Run(const Options& o) {
   const int64_t max_tokens = cuda::kGemvMaxTokens;
   cuda::DeviceBuffer x(static_cast<size_t>(max_tokens * max_k) * 2, "x"), norm_in(x.size_bytes(), "x"),
       norm_w(static_cast<size_t>(max_k) * 2, "x"), out(static_cast<size_t>(max_tokens * max_rows) * 2, "out"),
-      counter(sizeof(int32_t), "counter");
+      counter(sizeof(int32_t), "counter"), ss(static_cast<size_t>(max_tokens * max_k / 16) * 4, "sums of squares");
   cuda::LaunchFillRandomBf16(s, x.data(), max_tokens * max_k, 1, 1.0f);
   cuda::LaunchFillRandomBf16(s, norm_in.data(), max_tokens * max_k, 2, 1.0f);
   cuda::LaunchFillRandomBf16(s, norm_w.data(), max_k, 3, 1.0f);
@@ -146,13 +153,21 @@ int Run(const Options& o) {
                    rows, pr.k, o.type, n);
     }
     if (bf16) {
-      if (o.norm && pr.rows.size() > 1 && n <= cuda::kGemvNormMaxTokens) {  // q/k/v and gate/up, as decode
+      if (norm && !sums && pr.rows.size() > 1 && n <= cuda::kGemvNormMaxTokens) {  // q/k/v and gate/up
         b.pro.kind = cuda::kGemvXNorm;
         b.pro.a = norm_in.data();
         b.pro.w = norm_w.data();
         b.pro.out = x.data();
         b.pro.eps = 1e-6f;
         b.pro.counter = static_cast<int32_t*>(counter.data());
+      } else if (sums && pr.rows.size() == 1 && n <= cuda::kGemvNormMaxTokens) {  // o_proj and down
+        b.res.in = norm_in.data();
+        b.res.out = norm_in.data();
+        b.res.norm_out = x.data();
+        b.res.w = norm_w.data();
+        b.res.eps = 1e-6f;
+        b.res.ss = static_cast<float*>(ss.data());
+        b.res.counter = static_cast<int32_t*>(counter.data());
       }
       cuda::LaunchGemv(s, b);
     } else {
@@ -173,7 +188,10 @@ int Run(const Options& o) {
 
   std::printf("device: %s; measured copy bandwidth %.0f GB/s (read + write); %d layers of %s weights, %.2f GB%s\n",
               dev.name.c_str(), dev.copy_bytes_per_s / 1e9, layers, o.type.c_str(),
-              static_cast<double>(layer_bytes) * layers / 1e9, o.norm ? "; RMSNorm prologue on q/k/v and gate/up" : "");
+              static_cast<double>(layer_bytes) * layers / 1e9,
+              !norm  ? ""
+              : sums ? "; residual add and RMSNorm as the epilogue of o_proj and down"
+                     : "; RMSNorm prologue on q/k/v and gate/up");
   std::printf("\n| tokens | pass | us | GB/s | of copy bandwidth |\n|---:|---|---:|---:|---:|\n");
   for (int64_t n : tokens) {
     auto row = [&](const std::string& name, double ms, double bytes) {
@@ -219,7 +237,11 @@ int main(int argc, char** argv) {
   app.add_option("--heads", o.heads, "Query heads")->capture_default_str();
   app.add_option("--kv-heads", o.kv_heads, "Key/value heads")->capture_default_str();
   app.add_option("--head-dim", o.head_dim, "Head dimension")->capture_default_str();
-  app.add_flag("--norm", o.norm, "bf16: q/k/v and gate/up compute an RMSNorm of their input first, as in decode");
+  app.add_option("--norm", o.norm,
+                 "bf16, the RMSNorms fused in as in decode: none; staged (q/k/v and gate/up normalise their "
+                 "input first); sums (o_proj and down add the residual, sum the squares and normalise in "
+                 "their last block)")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   try {
     return infernix::Run(o);

@@ -167,9 +167,15 @@ void Model::Forward(const ForwardBatch& batch, SequenceState& state, std::vector
     return;
   }
   Tensor selected = be.Scratch(be.activation_dtype(), {rows, config_.hidden_size});
-  be.GatherRows(hidden, batch.logit_rows, selected);
-  be.RmsNorm(selected, weights_.final_norm, static_cast<float>(config_.rms_norm_eps), config_.zero_centered_norm,
-             selected);
+  const float eps = static_cast<float>(config_.rms_norm_eps);
+  bool every_row = rows == n;  // decode: each token's logits, in order
+  for (int64_t i = 0; every_row && i < rows; ++i) every_row = batch.logit_rows[static_cast<size_t>(i)] == i;
+  if (every_row) {  // no gather; the norm may then join the last layer's final product (CUDA)
+    be.RmsNorm(hidden, weights_.final_norm, eps, config_.zero_centered_norm, selected);
+  } else {
+    be.GatherRows(hidden, batch.logit_rows, selected);
+    be.RmsNorm(selected, weights_.final_norm, eps, config_.zero_centered_norm, selected);
+  }
   Tensor out = be.Scratch(DType::kF32, {rows, config_.vocab_size});
   be.MatMul(selected, weights_.lm_head, out);
   // Resized, not cleared first: a caller that reuses the vector (a decode loop) keeps its size, so the

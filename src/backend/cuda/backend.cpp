@@ -84,8 +84,9 @@ CudaBackend::CudaBackend(const CudaOptions& options)
   cuda::ConfigureQuantMoeMma(smem_optin_);
   cuda::ConfigureGdnKernels(smem_optin_);
   cuda::ConfigureGemv(smem_optin_);
-  gemv_counter_ = cuda::DeviceBuffer(sizeof(int32_t), "GEMV block counter");
+  gemv_counter_ = cuda::DeviceBuffer(2 * sizeof(int32_t), "GEMV block counters");
   INFX_CUDA_CHECK(cudaMemset(gemv_counter_.data(), 0, gemv_counter_.size_bytes()));
+  gemv_sums_ = cuda::DeviceBuffer(kGemvSumsCapacity * sizeof(float), "GEMV sums of squares");
   for (auto& e : staging_done_) INFX_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
 }
 

@@ -123,12 +123,19 @@ class CudaBackend final : public Backend {
   // Whether an RMSNorm of x into out (after out = x + b when b is set) may wait to be fused into the GEMV
   // that reads out.
   bool NormFusable(const Tensor& x, const Tensor* b, const Tensor& weight, const Tensor& out) const;
+  // Holds out = RmsNorm(a (+ b)) back as Pending::kNorm (with b, a + b also goes to sum).
+  void HoldNorm(const Tensor& a, const Tensor& b, const Tensor& sum, const Tensor& weight, float eps, float w_offset,
+                const Tensor& out);
+  // Whether out = a + b may become the epilogue of the pending GEMV group, which makes a or b
+  // (cuda::GemvResidual).
+  bool ResidualFusable(const Tensor& a, const Tensor& b, const Tensor& out) const;
   // Launches the op held back for fusion (plain, unfused).
   void FlushPending();
   const cuda::ExpertTable& ExpertTableFor(const ExpertWeights& experts);
 
   // An op held back because the next one may fuse with it. Invariant: the pending op and the
-  // pending GEMV group are never both non-empty.
+  // pending GEMV group are never both non-empty (a residual add held for fusion after a GEMV lives in
+  // the group itself, gemv_.res).
   // kNorm: an RMSNorm (after a residual add when pending_b_ is set) whose result may become the prologue
   // of the GEMV that reads it (cuda::GemvPrologue).
   enum class Pending { kNone, kAdd, kHeads, kNorm };
@@ -165,9 +172,14 @@ class CudaBackend final : public Backend {
   Tensor pending_sum_, pending_norm_w_;
   float pending_eps_ = 0, pending_w_offset_ = 0;
   std::vector<PendingHead> pending_heads_;      // kHeads: up to 2 (q, k)
-  // A zero-initialised int through which the blocks of the fused-norm GEMV elect the one that writes
-  // its tensors (left at zero by it; cuda::GemvPrologue).
+  // Two zero-initialised ints through which the blocks of a GEMV elect the one that writes the tensors of
+  // a fused norm (left at zero by it): [0] the norm prologue (cuda::GemvPrologue), [1] the norm after the
+  // residual epilogue (cuda::GemvResidual).
   cuda::DeviceBuffer gemv_counter_;
+  // The sums of squares per token and 16-row tile that a GEMV with a residual epilogue leaves for the
+  // norm it ends with (cuda::GemvResidual), floats; one buffer: the GEMVs run in stream order.
+  static constexpr int64_t kGemvSumsCapacity = int64_t{cuda::kGemvNormMaxTokens} * 4096;
+  cuda::DeviceBuffer gemv_sums_;
 };
 
 }  // namespace infernix

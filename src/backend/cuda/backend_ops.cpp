@@ -70,16 +70,28 @@ void CudaBackend::RmsNorm(const Tensor& x, const Tensor& weight, float eps, bool
   INFX_CHECK_MSG(weight.numel() == x.cols() && IsFloat(weight), "RmsNorm x {} weight {}", x.Describe(),
                  weight.Describe());
   const float w_offset = unit_offset ? 1.0f : 0.0f;
+  if (gemv_.res.out == x.data && gemv_.res.norm_out == nullptr && x.numel() == gemv_.n * gemv_.seg[0].rows &&
+      x.rows() == gemv_.n && x.dtype == DType::kBF16 && x.cols() % 8 == 0 && Aligned(x.data, 16) &&
+      Aligned(out.data, 16) && (out.data == x.data || Disjoint(x, out)) &&
+      (weight.dtype != DType::kBF16 || Aligned(weight.data, 16)) &&
+      x.rows() * ((x.cols() + 15) / 16) <= kGemvSumsCapacity) {
+    // x = residual + the product of the pending GEMV, which its epilogue makes: the norm joins it.
+    cuda::GemvResidual& r = gemv_.res;
+    r.norm_out = out.data;
+    r.w = weight.data;
+    r.w_dtype = Dt(weight);
+    r.eps = eps;
+    r.w_offset = w_offset;
+    r.ss = static_cast<float*>(gemv_sums_.data());
+    r.counter = static_cast<int32_t*>(gemv_counter_.data()) + 1;
+    FlushGemv();
+    return;
+  }
   if (pending_ == Pending::kAdd && x.data == pending_out_.data && x.numel() == pending_out_.numel()) {
     // hidden = hidden + block_out; normed = RmsNorm(hidden): one pass, or the prologue of the GEMV that
     // reads normed.
     if (Disjoint(x, out) && NormFusable(pending_a_, &pending_b_, weight, out)) {
-      pending_ = Pending::kNorm;
-      pending_sum_ = x;
-      pending_out_ = out;
-      pending_norm_w_ = weight;
-      pending_eps_ = eps;
-      pending_w_offset_ = w_offset;
+      HoldNorm(pending_a_, pending_b_, x, weight, eps, w_offset, out);
       return;
     }
     pending_ = Pending::kNone;
@@ -105,17 +117,22 @@ void CudaBackend::RmsNorm(const Tensor& x, const Tensor& weight, float eps, bool
   if (NormFusable(x, nullptr, weight, out)) {  // held back for the GEMV that reads out
     FlushGemv();
     FlushPending();
-    pending_ = Pending::kNorm;
-    pending_a_ = x;
-    pending_b_ = Tensor{};
-    pending_sum_ = Tensor{};
-    pending_out_ = out;
-    pending_norm_w_ = weight;
-    pending_eps_ = eps;
-    pending_w_offset_ = w_offset;
+    HoldNorm(x, Tensor{}, Tensor{}, weight, eps, w_offset, out);
     return;
   }
   Enqueue(cuda::LaunchRmsNorm, Dt(x), x.data, weight.data, Dt(weight), eps, w_offset, out.data, x.rows(), x.cols());
+}
+
+void CudaBackend::HoldNorm(const Tensor& a, const Tensor& b, const Tensor& sum, const Tensor& weight, float eps,
+                           float w_offset, const Tensor& out) {
+  pending_ = Pending::kNorm;
+  pending_a_ = a;
+  pending_b_ = b;
+  pending_sum_ = sum;
+  pending_out_ = out;
+  pending_norm_w_ = weight;
+  pending_eps_ = eps;
+  pending_w_offset_ = w_offset;
 }
 
 bool CudaBackend::NormFusable(const Tensor& x, const Tensor* b, const Tensor& weight, const Tensor& out) const {
@@ -204,6 +221,11 @@ void CudaBackend::JoinGemv(const Tensor& x, const Tensor& w, Tensor out, const c
 void CudaBackend::Add(const Tensor& a, const Tensor& b, Tensor out) {
   CheckSameAct(a, b);
   CheckSameAct(a, out);
+  if (ResidualFusable(a, b, out)) {  // the epilogue of the GEMV that makes a or b
+    gemv_.res.in = gemv_.seg[0].out == a.data ? b.data : a.data;
+    gemv_.res.out = out.data;
+    return;
+  }
   FlushGemv();
   FlushPending();
   if (options_.fuse) {  // held back: the residual add usually feeds the next RmsNorm
@@ -214,6 +236,21 @@ void CudaBackend::Add(const Tensor& a, const Tensor& b, Tensor out) {
     return;
   }
   Enqueue(cuda::LaunchBinary, static_cast<int>(cuda::kOpAdd), Dt(a), a.data, b.data, out.data, a.numel());
+}
+
+bool CudaBackend::ResidualFusable(const Tensor& a, const Tensor& b, const Tensor& out) const {
+  if (!options_.fuse || gemv_.n_segments != 1 || gemv_.w_type != cuda::kBF16 || gemv_.silu_out != nullptr ||
+      gemv_.res.out != nullptr || gemv_.n > cuda::kGemvNormMaxTokens || gemv_.seg[0].out_dtype != cuda::kBF16 ||
+      a.dtype != DType::kBF16 || a.numel() != gemv_.n * gemv_.seg[0].rows)
+    return false;
+  const bool from_a = gemv_.seg[0].out == a.data, from_b = gemv_.seg[0].out == b.data;
+  if (from_a == from_b) return false;  // neither, or x + x
+  const Tensor& product = from_a ? a : b;
+  const Tensor& other = from_a ? b : a;
+  // The GEMV's x, which its blocks read until the last one ends, must not be written.
+  const Tensor x{const_cast<void*>(gemv_.x), DType::kBF16, Shape{gemv_.n, gemv_.k}};
+  return Disjoint(other, product) && Disjoint(out, x) &&
+         (out.data == other.data || out.data == product.data || (Disjoint(out, other) && Disjoint(out, product)));
 }
 
 void CudaBackend::SiluMul(const Tensor& gate, const Tensor& up, Tensor out) {

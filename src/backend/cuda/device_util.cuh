@@ -55,13 +55,15 @@ __device__ __forceinline__ void Load8(const float* p, float* v) {
   float4 a = reinterpret_cast<const float4*>(p)[0], b = reinterpret_cast<const float4*>(p)[1];
   v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w; v[4] = b.x; v[5] = b.y; v[6] = b.z; v[7] = b.w;
 }
-__device__ __forceinline__ void Store8(bf16* p, const float* v) {
+// 8 values rounded to bf16, as the 16 bytes Store8 writes.
+__device__ __forceinline__ uint4 Pack8(const float* v) {
   uint4 u;
   bf16* e = reinterpret_cast<bf16*>(&u);
 #pragma unroll
   for (int i = 0; i < 8; ++i) e[i] = __float2bfloat16_rn(v[i]);
-  *reinterpret_cast<uint4*>(p) = u;
+  return u;
 }
+__device__ __forceinline__ void Store8(bf16* p, const float* v) { *reinterpret_cast<uint4*>(p) = Pack8(v); }
 __device__ __forceinline__ void Store8(float* p, const float* v) {
   reinterpret_cast<float4*>(p)[0] = make_float4(v[0], v[1], v[2], v[3]);
   reinterpret_cast<float4*>(p)[1] = make_float4(v[4], v[5], v[6], v[7]);
@@ -200,6 +202,17 @@ __device__ __forceinline__ void Load8W(const void* w, int dt, int64_t i, float* 
     for (int j = 0; j < 8; ++j) v[j] = LoadF(w, dt, i + j);
   }
 }
+
+// RMSNorm's arithmetic, one definition for every kernel that normalises (norm.cu, gemv.cu): the factor
+// 1 / rms from the sum of squares of d values, and a value v scaled by it and by its weight w + offset.
+__device__ __forceinline__ float RmsInv(float sum_sq, int64_t d, float eps) {
+  return 1.0f / sqrtf(sum_sq / static_cast<float>(d) + eps);
+}
+__device__ __forceinline__ float RmsScale(float v, float inv, float w, float w_offset) {
+  return v * inv * (w + w_offset);
+}
+// a + b rounded to bf16, as the residual add stores it (the sum the norm after it reads).
+__device__ __forceinline__ float AddBf16(float a, float b) { return __bfloat162float(__float2bfloat16_rn(a + b)); }
 
 __device__ __forceinline__ float SiluF(float x) { return x / (1.0f + expf(-x)); }
 __device__ __forceinline__ float SigmoidF(float x) { return 1.0f / (1.0f + expf(-x)); }

@@ -20,7 +20,13 @@
 // computes the normalised rows itself into shared memory (blocks then loop over tiles, so that this happens once per
 // block, not per tile). With SiLU, a block computes a tile of gate and then the same rows of up, keeping gate's sums in
 // registers, and writes SiLU(gate) * up.
-#include "backend/cuda/device_util.cuh"
+//
+// A residual add right after a GEMV (o_proj, down) becomes its epilogue, and when an RMSNorm of the sum
+// follows, each tile also leaves the sums of squares of its 16 rows per token and the last block to
+// finish normalises the sums (GemvResidual): a tail of one block on this kernel, which the next kernel's
+// first weight loads overlap, instead of a pass over the input in every block of the next GEMV (or a
+// kernel of its own). The next GEMV then reads x as it is.
+#include "backend/cuda/gemv_epilogue.cuh"
 
 namespace infernix::cuda {
 namespace {
@@ -50,7 +56,7 @@ __device__ void StageNormedX(const GemvPrologue& pro, int n, int k, bf16* xs) {
           float vb[8];
           Load8(b + static_cast<int64_t>(j) * k + c * 8, vb);
 #pragma unroll
-          for (int i = 0; i < 8; ++i) v[i] = __bfloat162float(__float2bfloat16_rn(v[i] + vb[i]));
+          for (int i = 0; i < 8; ++i) v[i] = AddBf16(v[i], vb[i]);
         }
 #pragma unroll
         for (int i = 0; i < 8; ++i) ss[j] += v[i] * v[i];
@@ -69,13 +75,13 @@ __device__ void StageNormedX(const GemvPrologue& pro, int n, int k, bf16* xs) {
     float total = 0.0f;
 #pragma unroll
     for (int w = 0; w < kWarps; ++w) total += red[w][j];
-    const float inv = 1.0f / sqrtf(total / static_cast<float>(k) + pro.eps);
+    const float inv = RmsInv(total, k, pro.eps);
     for (int c = threadIdx.x; c < chunks; c += blockDim.x) {
       float v[8], wv[8];
       Load8(xs + j * ld + c * 8, v);
       Load8W(pro.w, pro.w_dtype, c * 8, wv);
 #pragma unroll
-      for (int i = 0; i < 8; ++i) v[i] = v[i] * inv * (wv[i] + pro.w_offset);
+      for (int i = 0; i < 8; ++i) v[i] = RmsScale(v[i], inv, wv[i], pro.w_offset);
       Store8(xs + j * ld + c * 8, v);
     }
   }
@@ -137,6 +143,7 @@ __global__ void __launch_bounds__(32 * kWarps) GemvKernel(GemvBatch p) {
     return __ldg(reinterpret_cast<const uint4*>(x + xo[j]) + c);
   };
   __shared__ float partial[kWarps][kTiles * 4][32];
+  __shared__ float tile_ss[4][4];  // res.norm_out: TileSquares
   bool waited = false;
   const bool paired = p.silu_out != nullptr;
   const int64_t items = paired ? total_tiles / 2 : total_tiles;
@@ -213,10 +220,11 @@ __global__ void __launch_bounds__(32 * kWarps) GemvKernel(GemvBatch p) {
         int j = q >> 2, e = q & 3;
         int64_t row = row0 + (ln >> 2) + (e >= 2 ? 8 : 0);
         int64_t token = j * 8 + 2 * (ln & 3) + (e & 1);
+        float h = 0.0f;  // res: this row of token's residual sum
         if (row < rows && token < n) {
           const int64_t i = token * rows + row;
           if (!paired) {
-            StoreF(sg.out, sg.out_dtype, i, sum);
+            h = StoreGemvSum(p.res, sg, i, sum);
           } else if (half == 0) {  // gate, rounded as stored
             gate = __bfloat162float(__float2bfloat16_rn(sum));
             if (sg.out != p.silu_out) StoreF(sg.out, kBF16, i, gate);
@@ -226,9 +234,12 @@ __global__ void __launch_bounds__(32 * kWarps) GemvKernel(GemvBatch p) {
             StoreF(p.silu_out, kBF16, i, SiluF(gate) * up);
           }
         }
+        if (p.res.norm_out != nullptr) TileSquares(h, q, ln, tile_ss);  // kTiles == 1
       }
       __syncthreads();  // partial is reused by the next tile
+      if (p.res.norm_out != nullptr) WriteTileSquares(p.res, static_cast<int>(n), rows, local, tile_ss);
     }
+  if (p.res.norm_out != nullptr) FinishResidualNorm(p.res, static_cast<int>(n), static_cast<int>(p.seg[0].rows));
 }
 
 template <int kTiles, int kUnroll, int kX>
@@ -259,6 +270,7 @@ void LaunchGemv(cudaStream_t s, GemvBatch batch) {
   if (batch.silu_out != nullptr)
     INFX_CHECK(batch.n_segments == 2 && batch.seg[0].rows == batch.seg[1].rows && batch.seg[0].out_dtype == kBF16 &&
                batch.seg[1].out_dtype == kBF16);
+  CheckGemvResidual(batch);
   if (batch.pro.kind == kGemvXNorm) {
     INFX_CHECK(batch.n <= kGemvNormMaxTokens && batch.pro.counter != nullptr);
     Launch<1, 8, kGemvXNorm>(s, batch, tiles);

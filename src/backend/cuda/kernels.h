@@ -125,6 +125,23 @@ struct GemvPrologue {
   int32_t* counter = nullptr;
   float eps = 0, w_offset = 0;
 };
+// The residual add after a bf16 GEMV of one segment (bf16 out, n <= kGemvNormMaxTokens), fused in as its
+// epilogue: out = in + the product (the product rounded to bf16 first, the sum rounded as LaunchBinary's
+// add rounds it; out may be `in` or the segment's out, which is then not written; `in` must not overlap
+// the segment's out). With norm_out set, also norm_out = RmsNorm(out) (weight w of dtype w_dtype, plus
+// w_offset; eps): each 16-row tile leaves the sums of squares of its rows per token in ss [n][tiles],
+// and the last block to finish (elected through `counter`, a device int that is zero at launch and
+// that it resets) adds them in a fixed order and writes the normalised rows. norm_out may be out.
+struct GemvResidual {
+  const void* in = nullptr;
+  void* out = nullptr;
+  void* norm_out = nullptr;
+  const void* w = nullptr;
+  float* ss = nullptr;
+  int32_t* counter = nullptr;
+  int32_t w_dtype = kBF16;
+  float eps = 0, w_offset = 0;
+};
 // Shared memory of a GEMV with a kGemvXNorm prologue (the normalised rows), and whether it fits.
 size_t GemvNormSmemBytes(int64_t n, int64_t k);
 // w_type: kBF16 (gemv.cu), or a block-quantized type that every segment has (quant_gemv_mma.cu). Both
@@ -139,6 +156,7 @@ struct GemvBatch {
   int32_t n_segments = 0, w_type = kBF16;
   GemvPrologue pro;
   void* silu_out = nullptr;
+  GemvResidual res;
 };
 constexpr int kGemvMaxTokens = 16;
 void LaunchGemv(cudaStream_t s, GemvBatch batch);

@@ -80,7 +80,6 @@ TEST(CudaMatMul, NormAndSiluFusedIntoGemv) {
     const bool in_place = n % 2 == 1;
     Rig rig;
     auto h = rig.Act({n, k}, Rand(n * k, 1, -2, 2));
-    auto d = rig.Act({n, k}, Rand(n * k, 2, -2, 2));
     auto nw = rig.Weight(DType::kBF16, {k}, Rand(k, 3, 0.5f, 1.5f));
     auto nw2 = rig.Weight(DType::kF32, {k}, Rand(k, 4, -0.5f, 0.5f));
     auto wq = rig.Weight(DType::kBF16, {512, k}, Rand(512 * k, 5, -s, s));
@@ -89,12 +88,18 @@ TEST(CudaMatMul, NormAndSiluFusedIntoGemv) {
     auto wu = rig.Weight(DType::kBF16, {ff, k}, Rand(ff * k, 8, -s, s));
     auto wd = rig.Weight(DType::kBF16, {k, ff}, Rand(ff * k, 9, -sd, sd));
     auto wl = rig.Weight(DType::kBF16, {vocab, k}, Rand(vocab * k, 10, -s, s));
+    auto wo = rig.Weight(DType::kBF16, {k, 512}, Rand(512 * k, 30, -0.05f, 0.05f));
+    auto attn = rig.Act({n, 512}, Rand(n * 512, 31, -2, 2));
     auto normed = rig.Out({n, k}), q = rig.Out({n, 512}), kk = rig.Out({n, 128}), normed_b = rig.Out({n, k}),
          gate = rig.Out({n, ff}), up = rig.Out({n, ff}), act = rig.Out({n, ff}), down = rig.Out({n, k}),
-         normed2 = rig.Out({n, k}), logits = rig.Out({n, vocab}, DType::kF32);
+         h2 = rig.Out({n, k}), normed2 = rig.Out({n, k}), logits = rig.Out({n, vocab}, DType::kF32),
+         o = rig.Out({n, k}), normed3 = rig.Out({n, k});
     Pair& silu = in_place ? gate : act;
+    // Both kinds of norm prologue: after the residual add in the GEMV before (sums of squares), and
+    // computed by the GEMV itself (a norm of h alone, of down alone).
     auto step = [&](Backend& be, Tensor Pair::*side) {
-      be.Add(h.*side, d.*side, h.*side);  // in place, as the residual stream
+      be.MatMul(attn.*side, wo.*side, o.*side);  // o_proj: the add and the sums of squares as its epilogue
+      be.Add(h.*side, o.*side, h.*side);         // in place, as the residual stream
       be.RmsNorm(h.*side, nw.*side, 1e-6f, false, normed.*side);
       be.MatMul(normed.*side, wq.*side, q.*side);
       be.MatMul(normed.*side, wk.*side, kk.*side);
@@ -103,14 +108,19 @@ TEST(CudaMatMul, NormAndSiluFusedIntoGemv) {
       be.MatMul(normed_b.*side, wu.*side, up.*side);
       be.SiluMul(gate.*side, up.*side, silu.*side);
       be.MatMul(silu.*side, wd.*side, down.*side);
-      be.RmsNorm(down.*side, nw2.*side, 1e-6f, true, normed2.*side);
-      be.MatMul(normed2.*side, wl.*side, logits.*side);
+      be.Add(down.*side, h.*side, h2.*side);  // the product as the first addend, a new output
+      if (in_place) {                         // an in-place norm: not fused, the add still is
+        be.RmsNorm(h2.*side, nw2.*side, 1e-6f, true, h2.*side);
+        be.MatMul(h2.*side, wl.*side, logits.*side);
+      } else {
+        be.RmsNorm(h2.*side, nw2.*side, 1e-6f, true, normed2.*side);
+        be.MatMul(normed2.*side, wl.*side, logits.*side);
+      }
+      be.RmsNorm(down.*side, nw2.*side, 1e-6f, true, normed3.*side);
+      be.MatMul(normed3.*side, wq.*side, attn.*side);  // the next round's input
     };
     for (int round = 0; round < 3; ++round) {
-      if (round > 0) {
-        rig.Set(h, Rand(n * k, 11 + round, -2, 2));
-        rig.Set(d, Rand(n * k, 21 + round, -2, 2));
-      }
+      if (round > 0) rig.Set(h, Rand(n * k, 11 + round, -2, 2));
       step(rig.cpu, &Pair::cpu);
       step(rig.gpu, &Pair::gpu);
       const std::string at = " n=" + std::to_string(n) + " round " + std::to_string(round);
@@ -119,10 +129,17 @@ TEST(CudaMatMul, NormAndSiluFusedIntoGemv) {
       ExpectClose(rig.Gpu(h.gpu), Rig::Cpu(h.cpu), 4e-3, 8e-3, "fused: residual sum" + at);
       ExpectClose(rig.Gpu(normed.gpu), Rig::Cpu(normed.cpu), 4e-3, 8e-3, "fused: add + norm" + at);
       ExpectClose(rig.Gpu(normed_b.gpu), Rig::Cpu(normed_b.cpu), 4e-3, 8e-3, "fused: norm" + at);
-      std::vector<std::pair<Pair*, const char*>> products = {{&q, "q"},          {&kk, "k"},
-                                                             {&up, "up"},        {&silu, "silu(gate) * up"},
-                                                             {&down, "down"},    {&normed2, "norm of down"},
-                                                             {&logits, "logits"}};
+      std::vector<std::pair<Pair*, const char*>> products = {{&o, "o_proj"},
+                                                             {&q, "q"},
+                                                             {&kk, "k"},
+                                                             {&up, "up"},
+                                                             {&silu, "silu(gate) * up"},
+                                                             {&down, "down"},
+                                                             {&h2, "down + h"},
+                                                             {&logits, "logits"},
+                                                             {&normed3, "norm of down"},
+                                                             {&attn, "attn"}};
+      if (!in_place) products.emplace_back(&normed2, "norm of down + h");
       if (!in_place) products.emplace_back(&gate, "gate");
       for (auto [got, name] : products)
         ExpectClose(rig.Gpu(got->gpu), Rig::Cpu(got->cpu), 8e-3, 2e-2, std::string("fused: ") + name + at);
@@ -263,6 +280,43 @@ TEST(CudaMatMul, QuantizedProductsSharingInput) {
       rig.cpu.MatMul(x_f32.cpu, ws[i].cpu, outs[i].cpu);
       ExpectClose(rig.Gpu(outs[i].gpu), Rig::Cpu(outs[i].cpu), 5e-3, 2e-2,
                   std::string(DTypeName(type)) + " joined product " + std::to_string(i));
+    }
+  }
+}
+
+// The residual add and the RMSNorm after a quantized product (which, unlike a bf16 one, takes them as ops
+// of their own: one fused add + norm kernel, or the norm held for the next bf16 GEMV): in place, out of
+// place, with a norm in place.
+TEST(CudaMatMul, ResidualAndNormAfterQuantizedGemv) {
+  INFX_REQUIRE_GPU();
+  Rig rig;
+  uint64_t seed = 950;
+  for (DType type : {DType::kQ8_0, DType::kQ4_K, DType::kF8E4M3B128}) {
+    for (int64_t n : {1, 5, 8}) {
+      const int64_t k = 2048, m = 1024;
+      const std::vector<float> xv = Rand(n * k, seed++, -2, 2);
+      auto x = rig.Act({n, k}, xv);
+      auto x_seen = rig.Act({n, k}, type == DType::kF8E4M3B128 ? xv : Int8Blocks(xv), DType::kF32);
+      HostBuffer packed = RandomQuantBlocks(type, m, k, seed++, 0.02f);
+      Pair w{rig.cpu.UploadWeight(packed.view()), rig.gpu.UploadWeight(packed.view())};
+      auto nw = rig.Weight(DType::kBF16, {m}, Rand(m, seed++, 0.5f, 1.5f));
+      auto h = rig.Act({n, m}, Rand(n * m, seed++, -2, 2));
+      auto o = rig.Out({n, m}), normed = rig.Out({n, m}), h2 = rig.Out({n, m});
+      auto step = [&](Backend& be, Tensor Pair::*side, const Tensor& input) {
+        be.MatMul(input, w.*side, o.*side);
+        be.Add(h.*side, o.*side, h.*side);  // in place, then a norm
+        be.RmsNorm(h.*side, nw.*side, 1e-6f, false, normed.*side);
+        be.MatMul(input, w.*side, o.*side);
+        be.Add(o.*side, h.*side, h2.*side);  // out of place, then a norm in place
+        be.RmsNorm(h2.*side, nw.*side, 1e-6f, true, h2.*side);
+      };
+      step(rig.cpu, &Pair::cpu, x_seen.cpu);
+      step(rig.gpu, &Pair::gpu, x.gpu);
+      const std::string at = std::string(DTypeName(type)) + " n=" + std::to_string(n);
+      ExpectClose(rig.Gpu(o.gpu), Rig::Cpu(o.cpu), 5e-3, 2e-2, "after quantized: product " + at);
+      ExpectClose(rig.Gpu(h.gpu), Rig::Cpu(h.cpu), 4e-3, 8e-3, "after quantized: residual sum " + at);
+      ExpectClose(rig.Gpu(normed.gpu), Rig::Cpu(normed.cpu), 4e-3, 8e-3, "after quantized: norm " + at);
+      ExpectClose(rig.Gpu(h2.gpu), Rig::Cpu(h2.cpu), 4e-3, 8e-3, "after quantized: norm in place " + at);
     }
   }
 }

@@ -34,7 +34,7 @@ __global__ void __launch_bounds__(32 * kRowsPerBlock)
     }
   }
   ss = WarpSum(ss);
-  const float inv = 1.0f / sqrtf(ss / static_cast<float>(d) + eps);
+  const float inv = RmsInv(ss, d, eps);
   if constexpr (kVec) {
     for (int64_t i = lane * 8; i < d; i += 256) {
       float v[8], zv[8];
@@ -91,17 +91,17 @@ __global__ void __launch_bounds__(32 * kRowsPerBlock)
     }
   }
   ss = WarpSum(ss);
-  const float inv = 1.0f / sqrtf(ss / static_cast<float>(d) + eps);
+  const float inv = RmsInv(ss, d, eps);
   if constexpr (kVec) {
     for (int64_t i = lane * 8; i < d; i += 256) {
       float v[8];
       Load8(sr + i, v);
 #pragma unroll
-      for (int j = 0; j < 8; ++j) v[j] = v[j] * inv * (LoadF(w, w_dtype, i + j) + w_offset);
+      for (int j = 0; j < 8; ++j) v[j] = RmsScale(v[j], inv, LoadF(w, w_dtype, i + j), w_offset);
       Store8(yr + i, v);
     }
   } else {
-    for (int64_t i = lane; i < d; i += 32) yr[i] = FromF<T>(ToF(sr[i]) * inv * (LoadF(w, w_dtype, i) + w_offset));
+    for (int64_t i = lane; i < d; i += 32) yr[i] = FromF<T>(RmsScale(ToF(sr[i]), inv, LoadF(w, w_dtype, i), w_offset));
   }
 }
 
@@ -147,7 +147,7 @@ __global__ void __launch_bounds__(kRowThreads)
         float vb[8];
         Load8(b + row * d + c * 8, vb);
 #pragma unroll
-        for (int j = 0; j < 8; ++j) v[q][j] = __bfloat162float(__float2bfloat16_rn(v[q][j] + vb[j]));
+        for (int j = 0; j < 8; ++j) v[q][j] = AddBf16(v[q][j], vb[j]);
         Store8(sum + row * d + c * 8, v[q]);
       }
 #pragma unroll
@@ -155,7 +155,7 @@ __global__ void __launch_bounds__(kRowThreads)
     }
   }
   ss = BlockSum(ss, red);
-  const float inv = 1.0f / sqrtf(ss / static_cast<float>(d) + eps);
+  const float inv = RmsInv(ss, d, eps);
 #pragma unroll
   for (int q = 0; q < kMaxChunks; ++q) {
     const int64_t c = threadIdx.x + static_cast<int64_t>(q) * blockDim.x;
@@ -163,7 +163,7 @@ __global__ void __launch_bounds__(kRowThreads)
       float wv[8];
       Load8W(w, w_dtype, c * 8, wv);
 #pragma unroll
-      for (int j = 0; j < 8; ++j) v[q][j] = v[q][j] * inv * (wv[j] + w_offset);
+      for (int j = 0; j < 8; ++j) v[q][j] = RmsScale(v[q][j], inv, wv[j], w_offset);
       Store8(out + row * d + c * 8, v[q]);
     }
   }

@@ -73,7 +73,7 @@ class Recorder {
 
  private:
   struct Command {
-    static constexpr size_t kStorage = 256;
+    static constexpr size_t kStorage = 320;
     void (*run)(const void*, cudaStream_t) = nullptr;
     alignas(16) unsigned char storage[kStorage];
   };
