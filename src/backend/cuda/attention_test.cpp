@@ -1,15 +1,16 @@
 // CPU-vs-CUDA tests of attention over the paged KV cache: a prefill, decode steps and a mixed batch
 // (decode + continued chunk + fresh prompt) in sequence, for each kernel (flash, split-KV) and head
 // shape (GQA groups 1..16, head_dim 32..256, one not a multiple of 8), and a long-context decode.
-#include "backend/cuda/test_util.h"
-
 #include <fmt/format.h>
+
+#include "backend/cuda/test_util.h"
 
 namespace infernix {
 namespace {
 
 using cuda_test::ExpectClose;
 using cuda_test::MakeLayout;
+using cuda_test::Pair;
 using cuda_test::Rand;
 using cuda_test::Rig;
 
@@ -55,16 +56,77 @@ void RunSteps(CudaOptions::Attention mode, Heads h, int64_t max_context,
 TEST(CudaAttention, PrefillDecodeAndMixedBatches) {
   INFX_REQUIRE_GPU();
   const std::vector<std::vector<std::array<int64_t, 3>>> steps = {
-      {{0, 150, 0}},                            // prefill: two full pages and a partial one
-      {{0, 1, 150}, {1, 70, 0}},                // decode + a fresh prompt
-      {{0, 1, 151}, {1, 1, 70}, {2, 5, 0}},     // decode, decode, fresh
-      {{1, 65, 71}, {0, 1, 152}},               // a chunk continuing mid-page, then a decode
+      {{0, 150, 0}},                         // prefill: two full pages and a partial one
+      {{0, 1, 150}, {1, 70, 0}},             // decode + a fresh prompt
+      {{0, 1, 151}, {1, 1, 70}, {2, 5, 0}},  // decode, decode, fresh
+      {{1, 65, 71}, {0, 1, 152}},            // a chunk continuing mid-page, then a decode
   };
   uint64_t seed = 1000;
-  for (Heads h : {Heads{32, 8, 128}, Heads{16, 2, 256}, Heads{4, 2, 64}, Heads{2, 1, 32}, Heads{8, 8, 80},
-                  Heads{4, 2, 36}})
+  for (Heads h :
+       {Heads{32, 8, 128}, Heads{16, 2, 256}, Heads{4, 2, 64}, Heads{2, 1, 32}, Heads{8, 8, 80}, Heads{4, 2, 36}})
     for (auto mode : {CudaOptions::Attention::kFlash, CudaOptions::Attention::kSplit, CudaOptions::Attention::kAuto})
       RunSteps(mode, h, 512, steps, seed += 100);
+}
+
+// Attention after the q/k norms and RoPE, as the models call them (on the GPU: one kernel prepares q, k and
+// v and appends k and v to the cache, kv_cache.cu). The prepared q and k (written back in place), the output
+// and the next steps (which read the cached rows) must match the CPU, for a decode split over the context
+// (combined after) and for one of a single split.
+void RunPreparedSteps(Heads h, int max_slots, const std::vector<std::vector<std::array<int64_t, 3>>>& steps,
+                      uint64_t seed) {
+  Rig rig;
+  StateSpec spec;
+  spec.max_slots = max_slots;
+  spec.max_context = 1024;
+  spec.n_attention_layers = 1;
+  spec.n_kv_heads = h.hkv;
+  spec.head_dim = h.d;
+  auto cs = rig.cpu.CreateState(spec);
+  auto gs = rig.gpu.CreateState(spec);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(h.d));
+  const int64_t half = h.d / 2 - 4;  // partial rotary
+  std::vector<float> freq(static_cast<size_t>(half));
+  for (int64_t i = 0; i < half; ++i) freq[static_cast<size_t>(i)] = std::pow(10000.0f, -static_cast<float>(i) / half);
+  auto inv_freq = rig.Weight(DType::kF32, {half}, freq);
+  auto qn = rig.Weight(DType::kBF16, {h.d}, Rand(h.d, seed, 0.5f, 1.5f));
+  auto kn = rig.Weight(DType::kF32, {h.d}, Rand(h.d, seed + 1, -0.5f, 0.5f));
+  for (size_t i = 0; i < steps.size(); ++i) {
+    BatchLayout layout = MakeLayout(steps[i]);
+    const int64_t n = layout.n_tokens;
+    auto q = rig.Act({n, h.hq, h.d}, Rand(n * h.hq * h.d, seed + 3 * i + 2, -2, 2));
+    auto k = rig.Act({n, h.hkv, h.d}, Rand(n * h.hkv * h.d, seed + 3 * i + 3, -2, 2));
+    auto v = rig.Act({n, h.hkv, h.d}, Rand(n * h.hkv * h.d, seed + 3 * i + 4, -2, 2));
+    auto out = rig.Out({n, h.hq, h.d});
+    auto run = [&](Backend& be, SequenceState& st, Tensor Pair::*side) {
+      Tensor qt = q.*side, kt = k.*side;
+      be.RmsNorm(qt.Reshaped({n * h.hq, h.d}), qn.*side, 1e-6f, false, qt.Reshaped({n * h.hq, h.d}));
+      be.RmsNorm(kt.Reshaped({n * h.hkv, h.d}), kn.*side, 1e-6f, true, kt.Reshaped({n * h.hkv, h.d}));
+      be.Rope(qt, layout, inv_freq.*side, 1.0f);
+      be.Rope(kt, layout, inv_freq.*side, 1.0f);
+      be.Attention(qt, kt, v.*side, st, 0, layout, scale, out.*side);
+      st.Advance(layout);
+    };
+    run(rig.cpu, *cs, &Pair::cpu);
+    run(rig.gpu, *gs, &Pair::gpu);
+    const std::string what = fmt::format("hq={} hkv={} d={} step {} ({} tokens)", h.hq, h.hkv, h.d, i, n);
+    ExpectClose(rig.Gpu(q.gpu), Rig::Cpu(q.cpu), 4e-3, 1e-2, "prepared q " + what);
+    ExpectClose(rig.Gpu(k.gpu), Rig::Cpu(k.cpu), 4e-3, 1e-2, "prepared k " + what);
+    ExpectClose(rig.Gpu(out.gpu), Rig::Cpu(out.cpu), 1e-2, 3e-2, "attention of prepared inputs " + what);
+  }
+}
+
+TEST(CudaAttention, PreparedInputsAndTheCacheRowsTheyLeave) {
+  INFX_REQUIRE_GPU();
+  // A prefill, then decode steps split over the context.
+  RunPreparedSteps(Heads{32, 8, 128}, 3, {{{0, 40, 0}}, {{0, 1, 40}, {1, 1, 0}}, {{0, 1, 41}, {1, 1, 1}, {2, 1, 0}}},
+                   2000);
+  // Enough sequences for one split per (token, KV head), head_dim 64.
+  std::vector<std::array<int64_t, 3>> first, second;
+  for (int64_t s = 0; s < 48; ++s) {
+    first.push_back({s, 1, 0});
+    second.push_back({s, 1, 1});
+  }
+  RunPreparedSteps(Heads{16, 8, 64}, 48, {first, second}, 2100);
 }
 
 TEST(CudaAttention, LongContextDecodeSplitsTheSequence) {

@@ -40,9 +40,13 @@ __device__ __forceinline__ float ToF(bf16 v) { return __bfloat162float(v); }
 template <typename T>
 __device__ __forceinline__ T FromF(float v);
 template <>
-__device__ __forceinline__ float FromF<float>(float v) { return v; }
+__device__ __forceinline__ float FromF<float>(float v) {
+  return v;
+}
 template <>
-__device__ __forceinline__ bf16 FromF<bf16>(float v) { return __float2bfloat16_rn(v); }
+__device__ __forceinline__ bf16 FromF<bf16>(float v) {
+  return __float2bfloat16_rn(v);
+}
 
 // 8 consecutive elements as f32, and back (16 bytes of bf16, or 32 of f32); p 16-byte aligned.
 __device__ __forceinline__ void Load8(const bf16* p, float* v) {
@@ -53,7 +57,14 @@ __device__ __forceinline__ void Load8(const bf16* p, float* v) {
 }
 __device__ __forceinline__ void Load8(const float* p, float* v) {
   float4 a = reinterpret_cast<const float4*>(p)[0], b = reinterpret_cast<const float4*>(p)[1];
-  v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w; v[4] = b.x; v[5] = b.y; v[6] = b.z; v[7] = b.w;
+  v[0] = a.x;
+  v[1] = a.y;
+  v[2] = a.z;
+  v[3] = a.w;
+  v[4] = b.x;
+  v[5] = b.y;
+  v[6] = b.z;
+  v[7] = b.w;
 }
 // 8 values rounded to bf16, as the 16 bytes Store8 writes.
 __device__ __forceinline__ uint4 Pack8(const float* v) {
@@ -211,6 +222,8 @@ __device__ __forceinline__ float RmsInv(float sum_sq, int64_t d, float eps) {
 __device__ __forceinline__ float RmsScale(float v, float inv, float w, float w_offset) {
   return v * inv * (w + w_offset);
 }
+// v rounded to bf16 (as a bf16 store and load would leave it).
+__device__ __forceinline__ float RoundBf16(float v) { return __bfloat162float(__float2bfloat16_rn(v)); }
 // a + b rounded to bf16, as the residual add stores it (the sum the norm after it reads).
 __device__ __forceinline__ float AddBf16(float a, float b) { return __bfloat162float(__float2bfloat16_rn(a + b)); }
 

@@ -20,41 +20,20 @@ __global__ void KvAppendKernel(DeviceLayout layout, KvCacheView kv, const bf16* 
   }
 }
 
-__device__ __forceinline__ float RoundBf16(float v) { return __bfloat162float(__float2bfloat16_rn(v)); }
-
-constexpr int kPrepWarps = 4;
-constexpr int kPrepMaxDim = 256;
-
-// Grid (token, group of kPrepWarps head rows); each warp prepares one head row in shared memory.
-__global__ void __launch_bounds__(32 * kPrepWarps) QkvPrepKernel(DeviceLayout layout, KvCacheView kv, QkvPrep p) {
-  __shared__ float rows[kPrepWarps][kPrepMaxDim];
-  const int t = blockIdx.x, warp = threadIdx.x >> 5, lane = threadIdx.x & 31, d = p.head_dim;
-  float* row = rows[warp];
-  int h = blockIdx.y * kPrepWarps + warp, ti = 0;
-  while (ti < p.n_tensors && h >= p.t[ti].heads) h -= p.t[ti++].heads;
-  if (ti >= p.n_tensors) return;
-  const HeadPrep& hp = p.t[ti];
-  const int pos = layout.token_pos[t];
-  bf16* x = static_cast<bf16*>(hp.x) + (static_cast<int64_t>(t) * hp.heads + h) * d;
-  // The cache row (layouts and page tables come from the host) before waiting for x.
-  bf16* cache = nullptr;
-  if (hp.cache != 0) {
-    const int seq = layout.token_seq[t], slot = layout.seq_info[seq * 4];
-    const int page = kv.page_table[static_cast<int64_t>(slot) * kv.pages_per_slot + pos / kPageSize];
-    cache = static_cast<bf16*>(hp.cache == 1 ? kv.k_pages : kv.v_pages) +
-            ((static_cast<int64_t>(page) * kv.n_kv_heads + h) * kPageSize + pos % kPageSize) * d;
-  }
-  WaitForPrevious();
+// By one warp: the head row x [p.head_dim] (bf16) of the token at position pos, prepared as hp says, into
+// row (f32, shared memory; every value a bf16).
+__device__ inline void PrepHeadRow(const HeadPrep& hp, const QkvPrep& p, int pos, const bf16* x, float* row, int lane) {
+  const int d = p.head_dim;
   float ss = 0;
   for (int i = lane; i < d; i += 32) {
-    float v = __bfloat162float(x[i]);
+    const float v = __bfloat162float(x[i]);
     row[i] = v;
     ss += v * v;
   }
   if (hp.norm_w != nullptr) {
-    ss = WarpSum(ss);
-    const float inv = 1.0f / sqrtf(ss / static_cast<float>(d) + hp.eps);
-    for (int i = lane; i < d; i += 32) row[i] = RoundBf16(row[i] * inv * (LoadF(hp.norm_w, hp.w_dtype, i) + hp.w_offset));
+    const float inv = RmsInv(WarpSum(ss), d, hp.eps);
+    for (int i = lane; i < d; i += 32)
+      row[i] = RoundBf16(RmsScale(row[i], inv, LoadF(hp.norm_w, hp.w_dtype, i), hp.w_offset));
   }
   __syncwarp();
   if (hp.rope) {
@@ -63,17 +42,49 @@ __global__ void __launch_bounds__(32 * kPrepWarps) QkvPrepKernel(DeviceLayout la
       sincosf(static_cast<float>(pos) * p.inv_freq[i], &sn, &cs);
       cs *= p.rope_scale;
       sn *= p.rope_scale;
-      float a = row[i], c = row[i + p.half];
+      const float a = row[i], c = row[i + p.half];
       row[i] = RoundBf16(a * cs - c * sn);
       row[i + p.half] = RoundBf16(c * cs + a * sn);
     }
     __syncwarp();
   }
+}
+
+// The cache row (K pages for hp.cache == 1, V pages for 2) of KV head h at the position of token t.
+__device__ inline bf16* CacheRow(const DeviceLayout& layout, const KvCacheView& kv, int cache, int t, int h) {
+  const int seq = layout.token_seq[t], slot = layout.seq_info[seq * 4], pos = layout.token_pos[t];
+  const int page = kv.page_table[static_cast<int64_t>(slot) * kv.pages_per_slot + pos / kPageSize];
+  return static_cast<bf16*>(cache == 1 ? kv.k_pages : kv.v_pages) +
+         ((static_cast<int64_t>(page) * kv.n_kv_heads + h) * kPageSize + pos % kPageSize) * kv.head_dim;
+}
+
+// By one warp, after PrepHeadRow: the row stored back to x when the preparation changed it, and to the cache
+// row when there is one.
+__device__ inline void StoreHeadRow(const HeadPrep& hp, int d, const float* row, bf16* x, bf16* cache, int lane) {
   for (int i = lane; i < d; i += 32) {
-    bf16 v = __float2bfloat16_rn(row[i]);
+    const bf16 v = __float2bfloat16_rn(row[i]);
     if (hp.norm_w != nullptr || hp.rope) x[i] = v;
     if (cache != nullptr) cache[i] = v;
   }
+}
+
+constexpr int kPrepWarps = 4;
+constexpr int kPrepMaxDim = 256;
+
+// Grid (token, group of kPrepWarps head rows); each warp prepares one head row in shared memory.
+__global__ void __launch_bounds__(32 * kPrepWarps) QkvPrepKernel(DeviceLayout layout, KvCacheView kv, QkvPrep p) {
+  __shared__ float rows[kPrepWarps][kPrepMaxDim];
+  const int t = blockIdx.x, warp = threadIdx.x >> 5, lane = threadIdx.x & 31, d = p.head_dim;
+  int h = blockIdx.y * kPrepWarps + warp, ti = 0;
+  while (ti < p.n_tensors && h >= p.t[ti].heads) h -= p.t[ti++].heads;
+  if (ti >= p.n_tensors) return;
+  const HeadPrep& hp = p.t[ti];
+  bf16* x = static_cast<bf16*>(hp.x) + (static_cast<int64_t>(t) * hp.heads + h) * d;
+  // The cache row (layouts and page tables come from the host) before waiting for x.
+  bf16* cache = hp.cache != 0 ? CacheRow(layout, kv, hp.cache, t, h) : nullptr;
+  WaitForPrevious();
+  PrepHeadRow(hp, p, layout.token_pos[t], x, rows[warp], lane);
+  StoreHeadRow(hp, d, rows[warp], x, cache, lane);
 }
 
 }  // namespace
