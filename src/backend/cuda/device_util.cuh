@@ -225,7 +225,7 @@ __device__ __forceinline__ float RmsScale(float v, float inv, float w, float w_o
 // v rounded to bf16 (as a bf16 store and load would leave it).
 __device__ __forceinline__ float RoundBf16(float v) { return __bfloat162float(__float2bfloat16_rn(v)); }
 // a + b rounded to bf16, as the residual add stores it (the sum the norm after it reads).
-__device__ __forceinline__ float AddBf16(float a, float b) { return __bfloat162float(__float2bfloat16_rn(a + b)); }
+__device__ __forceinline__ float AddBf16(float a, float b) { return RoundBf16(a + b); }
 
 __device__ __forceinline__ float SiluF(float x) { return x / (1.0f + expf(-x)); }
 __device__ __forceinline__ float SigmoidF(float x) { return 1.0f / (1.0f + expf(-x)); }

@@ -226,10 +226,10 @@ __global__ void __launch_bounds__(32 * kWarps) GemvKernel(GemvBatch p) {
           if (!paired) {
             h = StoreGemvSum(p.res, sg, i, sum);
           } else if (half == 0) {  // gate, rounded as stored
-            gate = __bfloat162float(__float2bfloat16_rn(sum));
+            gate = RoundBf16(sum);
             if (sg.out != p.silu_out) StoreF(sg.out, kBF16, i, gate);
           } else {  // up, and SiLU(gate) * up as the SiLU-and-multiply op rounds it
-            const float up = __bfloat162float(__float2bfloat16_rn(sum));
+            const float up = RoundBf16(sum);
             if (sg.out != p.silu_out) StoreF(sg.out, kBF16, i, up);
             StoreF(p.silu_out, kBF16, i, SiluF(gate) * up);
           }

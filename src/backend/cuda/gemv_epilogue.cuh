@@ -26,7 +26,7 @@ __device__ __forceinline__ float StoreGemvSum(const GemvResidual& res, const Gem
     StoreF(sg.out, sg.out_dtype, i, sum);
     return 0.0f;
   }
-  const float o = __bfloat162float(__float2bfloat16_rn(sum));
+  const float o = RoundBf16(sum);
   if (sg.out != res.out) StoreF(sg.out, kBF16, i, o);
   const float h = AddBf16(__bfloat162float(static_cast<const bf16*>(res.in)[i]), o);
   StoreF(res.out, kBF16, i, h);
