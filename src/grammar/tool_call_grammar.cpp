@@ -190,38 +190,65 @@ Grammar XmlParameterValueGrammar(const Json& param_schema, const Json& root) {
 
 Grammar ToolCallGrammar(const Json& tools, ToolCallSyntax syntax) {
   if (!tools.is_array() || tools.empty()) ThrowError(ErrorCode::kInvalidArgument, "tools: expected a non-empty array");
-  std::vector<Grammar> calls;
-  int64_t nodes = 0;  // over all tools' parameters: compile time grows with the total
+  auto strict_error = [&](size_t i, const std::string& name, std::string what) {
+    if (syntax == ToolCallSyntax::kXml && what.rfind("JSON schema", 0) != 0) what = "JSON schema " + what;
+    ThrowError(ErrorCode::kInvalidArgument, "tools[{}] ({}): {}", i, name, what);
+  };
+  // Plan: every tool's name, and whether its parameters are within the limits, summed over all tools
+  // (compile time grows with the total). A request over them is refused before any compile work.
+  struct Plan {
+    std::string name;
+    const Json* params;
+    bool strict = false, compile = true;  // compile false: any arguments (a non-strict tool over the limits)
+  };
+  static const Json kNoParameters = {{"type", "object"}};
+  std::vector<Plan> plans;
+  int64_t nodes = 0;
   for (size_t i = 0; i < tools.size(); ++i) {
     const Json& tool = tools[i];
     const Json& fn = tool.contains("function") ? tool["function"] : tool;
     if (!fn.is_object() || !fn.contains("name") || !fn["name"].is_string())
       ThrowError(ErrorCode::kInvalidArgument, "tools[{}]: no name", i);
-    const std::string name = fn["name"].get<std::string>();
-    const Json params = fn.contains("parameters") ? fn["parameters"] : Json{{"type", "object"}};
-    Grammar args;
+    Plan plan{fn["name"].get<std::string>(), fn.contains("parameters") ? &fn["parameters"] : &kNoParameters,
+              IsStrict(tool)};
+    if (syntax == ToolCallSyntax::kXml && plan.name.find_first_of("<>\n") != std::string::npos)
+      ThrowError(ErrorCode::kInvalidArgument, "tools[{}] ({}): the name cannot be written in a <function=...> tag", i,
+                 plan.name);
     try {
-      nodes += CheckSchemaLimits(params);
+      nodes += CheckSchemaLimits(*plan.params);
       if (nodes > kMaxSchemaNodes) {
         ThrowError(ErrorCode::kInvalidArgument,
                    "JSON schema: the tools' parameters have more than {} subschemas and enum values in all",
                    kMaxSchemaNodes);
       }
-      args = syntax == ToolCallSyntax::kJson ? JsonSchemaGrammar(params) : XmlArguments(params);
     } catch (const Error& e) {
-      if (IsStrict(tool)) {
-        std::string what = e.what();
-        if (syntax == ToolCallSyntax::kXml && what.rfind("JSON schema", 0) != 0) what = "JSON schema " + what;
-        ThrowError(ErrorCode::kInvalidArgument, "tools[{}] ({}): {}", i, name, what);
+      if (plan.strict) strict_error(i, plan.name, e.what());
+      plan.compile = false;
+    }
+    plans.push_back(std::move(plan));
+  }
+  // Apply: each tool's call grammar.
+  auto any_arguments = [&] {
+    return syntax == ToolCallSyntax::kJson ? JsonSchemaGrammar(Json{{"type", "object"}}) : XmlArguments(Json::object());
+  };
+  std::vector<Grammar> calls;
+  for (size_t i = 0; i < plans.size(); ++i) {
+    const Plan& plan = plans[i];
+    Grammar args;
+    if (!plan.compile) {
+      args = any_arguments();
+    } else {
+      try {
+        args = syntax == ToolCallSyntax::kJson ? JsonSchemaGrammar(*plan.params) : XmlArguments(*plan.params);
+      } catch (const Error& e) {
+        if (plan.strict) strict_error(i, plan.name, e.what());
+        args = any_arguments();
       }
-      args = syntax == ToolCallSyntax::kJson ? JsonSchemaGrammar(Json{{"type", "object"}}) : XmlArguments(Json::object());
     }
     if (syntax == ToolCallSyntax::kJson) {
-      calls.push_back(Surround(args, "{\"name\": " + Json(name).dump() + ", \"arguments\": ", "}\n</tool_call>"));
+      calls.push_back(Surround(args, "{\"name\": " + Json(plan.name).dump() + ", \"arguments\": ", "}\n</tool_call>"));
     } else {
-      if (name.find_first_of("<>\n") != std::string::npos)
-        ThrowError(ErrorCode::kInvalidArgument, "tools[{}] ({}): the name cannot be written in a <function=...> tag", i, name);
-      calls.push_back(Surround(args, "<function=" + name + ">\n", "</function>\n</tool_call>"));
+      calls.push_back(Surround(args, "<function=" + plan.name + ">\n", "</function>\n</tool_call>"));
     }
   }
   return Union(calls);

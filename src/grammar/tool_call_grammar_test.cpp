@@ -183,5 +183,39 @@ TEST(ToolCallGrammarLimits, TooDeepParametersAreErrorsForStrictToolsOnly) {
   }
 }
 
+// The limits are summed over all tools and checked before any tool is compiled: a request whose strict
+// tools are over them in all is refused at once, not after compiling the tools before the one that
+// crosses them (tool 0's own error, found only by compiling it, is not the one reported).
+TEST(ToolCallGrammarLimits, ToolsOverTheLimitsInAllAreRefusedBeforeAnyCompile) {
+  Json values = Json::array();
+  for (int i = 0; i < 5000; ++i) values.push_back(i);
+  auto tool = [](const std::string& name, Json params) {
+    return Json{{"type", "function"}, {"function", {{"name", name}, {"strict", true}, {"parameters", params}}}};
+  };
+  Json big = {{"type", "object"}, {"properties", {{"v", {{"enum", values}}}}}};
+  Json tools = Json::array({tool("a", Json::parse(R"({"type": "object", "properties": {
+                                        "n": {"type": "integer", "multipleOf": 2}}})")),
+                            tool("b", big), tool("c", big)});
+  for (ToolCallSyntax syntax : {ToolCallSyntax::kJson, ToolCallSyntax::kXml}) {
+    try {
+      ToolCallGrammar(tools, syntax);
+      FAIL() << "no error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("tools[2] (c): JSON schema: the tools' parameters have more than 8192"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  // Without tool c, tool a's compile error is the one.
+  tools.erase(2);
+  try {
+    ToolCallGrammar(tools, ToolCallSyntax::kJson);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("tools[0] (a):"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("multipleOf"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace infernix::grammar
