@@ -76,14 +76,55 @@ void StackMask::OrAcceptedInto(std::vector<uint32_t>* mask) const {
   }
 }
 
-void StackMask::Compact() {
-  if (accepted.empty() || num_accepted > accepted.size() / 4) return;  // ids would take over a quarter
-  accepted_ids.reserve(num_accepted);
-  for (size_t w = 0; w < accepted.size(); ++w)
-    for (uint32_t bits = accepted[w]; bits != 0; bits &= bits - 1)
-      accepted_ids.push_back(static_cast<int32_t>(w * 32 + static_cast<size_t>(__builtin_ctz(bits))));
-  accepted = {};
-}
+namespace {
+
+// The accepted tokens of a StackMask as a walk finds them: ids while they are few, the bitmask from the
+// point where the ids would take more than a quarter of its size (so a mask that accepts a handful of
+// tokens never clears or scans the 19 KB bitmask of Qwen's vocabulary).
+class AcceptedSet {
+ public:
+  explicit AcceptedSet(size_t words) : words_(words) {}
+  void Add(uint32_t id) {
+    ++count_;
+    if (!bits_.empty()) {
+      bits_[id >> 5] |= uint32_t{1} << (id & 31);
+      return;
+    }
+    ids_.push_back(static_cast<int32_t>(id));
+    if (ids_.size() > words_ / 4) ToBits();
+  }
+  // Every token `mask` accepts (none of which was added before).
+  void AddAll(const StackMask& mask) {
+    if (mask.accepted.empty()) {
+      for (int32_t id : mask.accepted_ids) Add(static_cast<uint32_t>(id));
+      return;
+    }
+    if (bits_.empty()) ToBits();
+    for (size_t w = 0; w < words_; ++w) bits_[w] |= mask.accepted[w];
+    count_ += mask.num_accepted;
+  }
+  void MoveInto(StackMask* mask) {
+    mask->num_accepted = count_;
+    if (bits_.empty()) {
+      std::sort(ids_.begin(), ids_.end());
+      mask->accepted_ids = std::move(ids_);
+    } else {
+      mask->accepted = std::move(bits_);
+    }
+  }
+
+ private:
+  void ToBits() {
+    bits_.assign(words_, 0);
+    for (int32_t id : ids_) bits_[static_cast<size_t>(id) >> 5] |= uint32_t{1} << (id & 31);
+    ids_ = {};
+  }
+  size_t words_, count_ = 0;
+  std::vector<int32_t> ids_;
+  std::vector<uint32_t> bits_;
+};
+
+}  // namespace
 
 std::shared_ptr<const StackMask> TokenGrammar::Find(const std::string& stack_key) const {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -165,16 +206,15 @@ StackMask TokenMatcher::WalkCutStack(uint32_t cut_stack) {
   // The walk meets few distinct states (inside a string, every character leads back to the same
   // stacks), so states are numbered as they appear and each (state, byte) step is computed once;
   // a trie node then costs a table lookup.
-  struct WalkState {
-    bool has_frontier, has_real;
-  };
   constexpr int32_t kUnknown = -1, kRefused = -2;
-  std::vector<WalkState> info;
-  std::vector<MatchState> states;
-  std::unordered_map<std::string, int32_t> ids;
-  std::vector<int32_t> step;  // per state, 256 entries
-  step.reserve(size_t{4096} * 256);
-  ids.reserve(4096);
+  std::vector<WalkState>& info = walk_info_;
+  std::vector<MatchState>& states = walk_states_;
+  std::unordered_map<std::string, int32_t>& ids = walk_ids_;
+  std::vector<int32_t>& step = walk_step_;
+  info.clear();
+  states.clear();
+  ids.clear();
+  step.clear();
   StackEngine& engine = matcher_.engine();
   auto intern = [&](MatchState state) {
     // States mid-character whose partial bits cannot matter share one number (the first one met
@@ -191,7 +231,7 @@ StackMask TokenMatcher::WalkCutStack(uint32_t cut_stack) {
     return it->second;
   };
   StackMask result;
-  result.accepted.assign(mask_words(), 0);
+  AcceptedSet accepted(mask_words());
   const auto& trie = vocab_->trie();
   const auto& tokens = vocab_->trie_tokens();
   std::vector<int32_t> at(scratch_.size());  // per depth: the state after the path's bytes
@@ -222,14 +262,14 @@ StackMask TokenMatcher::WalkCutStack(uint32_t cut_stack) {
     for (uint32_t t = node.token_begin; t < node.token_end; ++t) {
       const auto id = static_cast<uint32_t>(tokens[t]);
       if (w.has_real) {
-        result.accepted[id >> 5] |= uint32_t{1} << (id & 31);
-        ++result.num_accepted;
+        accepted.Add(id);
       } else {
         result.uncertain.push_back(t);
       }
     }
     ++i;
   }
+  accepted.MoveInto(&result);
   return result;
 }
 
@@ -238,9 +278,8 @@ StackMask TokenMatcher::RefineCutStack(uint32_t cut_stack, const StackMask& shal
   // share); tokens it refused without reaching its frontier stay refused. Only its uncertain tokens
   // are walked, in trie order, each resuming from the prefix it shares with the previous one.
   StackMask result;
-  result.accepted.assign(mask_words(), 0);
-  shallower.OrAcceptedInto(&result.accepted);
-  result.num_accepted = shallower.num_accepted;
+  AcceptedSet accepted(mask_words());
+  accepted.AddAll(shallower);
   StackEngine& engine = matcher_.engine();
   scratch_[0] = MatchState{{cut_stack}};
   tainted_.assign(scratch_.size(), 0);
@@ -274,13 +313,12 @@ StackMask TokenMatcher::RefineCutStack(uint32_t cut_stack, const StackMask& shal
     const MatchState& last = scratch_[d];
     const bool has_frontier = std::binary_search(last.stacks.begin(), last.stacks.end(), StackEngine::kFrontier);
     if (last.stacks.size() > (has_frontier ? 1u : 0u)) {
-      const auto u = static_cast<uint32_t>(tokens[t]);
-      result.accepted[u >> 5] |= uint32_t{1} << (u & 31);
-      ++result.num_accepted;
+      accepted.Add(static_cast<uint32_t>(tokens[t]));
     } else {
       result.uncertain.push_back(t);
     }
   }
+  accepted.MoveInto(&result);
   return result;
 }
 
@@ -310,7 +348,6 @@ std::shared_ptr<const StackMask> TokenMatcher::StackMaskOf(uint32_t stack) {
     }
     StackMask computed = mask == nullptr || mask->uncertain.size() > kRefineLimit ? WalkCutStack(level_cut)
                                                                                   : RefineCutStack(level_cut, *mask);
-    computed.Compact();
     mask = stack_masks_.emplace(level_cut, compiled_->Insert(key, std::move(computed))).first->second;
   }
   return mask;

@@ -77,8 +77,6 @@ struct StackMask {
   size_t num_accepted = 0;
   // ORs the accepted tokens into `mask` (mask_words() words).
   void OrAcceptedInto(std::vector<uint32_t>* mask) const;
-  // Stores the accepted tokens as ids when that is smaller than the bitmask.
-  void Compact();
   // Tokens that pop below the cut (recheck in context), as increasing indices into
   // TokenVocabulary::trie_tokens() (trie order).
   std::vector<uint32_t> uncertain;
@@ -162,6 +160,15 @@ class TokenMatcher {
   std::vector<bool> terminated_;     // per step (index 0: initial); true once EOS was accepted
   std::vector<MatchState> scratch_;  // per trie depth
   std::vector<uint8_t> tainted_;     // per trie depth: a run reached the frontier on the path
+  // WalkCutStack's tables, kept between calls (a first mask can walk thousands of cut stacks, each
+  // meeting a handful of states): the states met, numbered, and their (state, byte) steps.
+  struct WalkState {
+    bool has_frontier, has_real;
+  };
+  std::vector<WalkState> walk_info_;
+  std::vector<MatchState> walk_states_;
+  std::unordered_map<std::string, int32_t> walk_ids_;
+  std::vector<int32_t> walk_step_;                                              // per state, 256 entries
   std::unordered_map<uint32_t, std::shared_ptr<const StackMask>> stack_masks_;  // by cut stack id
   int cut_depth_ = 4;
   std::unordered_map<std::string, std::vector<uint32_t>> cache_;
