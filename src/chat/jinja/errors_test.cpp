@@ -92,6 +92,26 @@ TEST(RuntimeErrors, TypeErrors) {
   EXPECT_TRUE(Contains(RenderError("{{ undefined_thing | tojson }}"), "not JSON serializable"));
 }
 
+// A template that loops without end or builds text past any prompt ends in an error naming the limit
+// and where (kMaxRenderSteps, kMaxTextBytes), not in a stuck request or exhausted memory.
+TEST(RuntimeErrors, WorkAndTextLimits) {
+  ErrorCode code{};
+  std::string e =
+      RenderError("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}", nullptr, &code);
+  EXPECT_EQ(code, ErrorCode::kOutOfRange);
+  EXPECT_TRUE(Contains(e, "line 1, column 29: the template ran more than 10000000 statements")) << e;
+  e = RenderError("{% set s = namespace(t='ab') %}{% for i in range(40) %}{% set s.t = s.t ~ s.t %}{% endfor %}");
+  EXPECT_TRUE(Contains(e, "passes the template limit of 67108864")) << e;
+  EXPECT_TRUE(Contains(RenderError("{% set s = namespace(t='ab') %}{% for i in range(40) %}{% set s.t = s.t + s.t "
+                                   "%}{% endfor %}"),
+                       "passes the template limit"));
+  EXPECT_TRUE(Contains(RenderError("{{ 'ab' * 40000000 }}"), "string repetition result too large"));
+  EXPECT_TRUE(Contains(RenderError("{% for i in range(100000) %}{{ 'x' * 1000 }}{% endfor %}"),
+                       "the template's output passed 67108864 bytes"));
+  // Within the limits: a long loop and a few MB of output.
+  EXPECT_EQ(Render("{% for i in range(100000) %}{{ 'x' * 20 }}{% endfor %}").size(), size_t{2000000});
+}
+
 TEST(RuntimeErrors, BadArguments) {
   EXPECT_TRUE(Contains(RenderError("{{ 'a'.split(',', 1, 2) }}"), "str.split takes at most 2 argument(s), 3 given"));
   EXPECT_TRUE(Contains(RenderError("{{ [1] | join(sep=',') }}"), "join got an unexpected keyword argument 'sep'"));

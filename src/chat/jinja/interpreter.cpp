@@ -51,6 +51,18 @@ void Interpreter::Fail(uint32_t offset, std::string_view message) const {
 
 void Interpreter::Run(const StmtList& body, const FramePtr& frame) { Exec(body, frame); }
 
+void Interpreter::Step() {
+  if (++steps_ > kMaxRenderSteps)
+    ThrowEvalCode(ErrorCode::kOutOfRange,
+                  "the template ran more than {} statements, loop iterations and expressions (a loop without end?)",
+                  kMaxRenderSteps);
+}
+
+void Interpreter::CheckOutputSize() const {
+  if (out_->size() > kMaxTextBytes)
+    ThrowEvalCode(ErrorCode::kOutOfRange, "the template's output passed {} bytes", kMaxTextBytes);
+}
+
 Interpreter::Flow Interpreter::Exec(const StmtList& body, const FramePtr& frame) {
   for (const auto& stmt : body) {
     Flow flow = ExecStatement(*stmt, frame);
@@ -60,12 +72,19 @@ Interpreter::Flow Interpreter::Exec(const StmtList& body, const FramePtr& frame)
 }
 
 void Interpreter::Print(uint32_t offset, const Value& value) {
-  *out_ += AtOffset(offset, [&] { return ToText(value); });
+  AtOffset(offset, [&] {
+    *out_ += ToText(value);
+    CheckOutputSize();
+  });
 }
 
 Interpreter::Flow Interpreter::ExecStatement(const Stmt& stmt, const FramePtr& frame) {
+  AtOffset(stmt.offset, [&] { Step(); });
   switch (stmt.kind) {
-    case StmtKind::kText: *out_ += static_cast<const TextStmt&>(stmt).text; break;
+    case StmtKind::kText:
+      *out_ += static_cast<const TextStmt&>(stmt).text;
+      AtOffset(stmt.offset, [&] { CheckOutputSize(); });
+      break;
     case StmtKind::kPrint: {
       const Expr& expr = *static_cast<const PrintStmt&>(stmt).expr;
       Print(expr.offset, Eval(expr, frame));
@@ -129,6 +148,7 @@ void Interpreter::ExecFor(const ForStmt& stmt, const FramePtr& frame) {
   }
   auto shared_items = std::make_shared<std::vector<Value>>(std::move(items));
   for (size_t i = 0; i < shared_items->size(); ++i) {
+    AtOffset(stmt.offset, [&] { Step(); });
     auto scope = std::make_shared<Frame>(frame);  // each iteration starts from a fresh scope
     Assign(*stmt.target, (*shared_items)[i], scope);
     scope->Set("loop", Value::Loop(shared_items, i));
@@ -213,7 +233,8 @@ Value Interpreter::CallMacro(const MacroDef& def, const FramePtr& closure, CallA
   Value kwargs = Value::Dict();
   Value caller = Value::Undefined("no caller defined: the macro was not invoked from a {% call %} block");
   for (auto& [name, value] : args.keyword) {
-    auto param = std::find_if(def.params.begin(), def.params.end(), [&](const MacroParam& p) { return p.name == name; });
+    auto param = std::find_if(def.params.begin(), def.params.end(),
+                              [&name = name](const MacroParam& p) { return p.name == name; });
     if (param != def.params.end()) {
       size_t index = static_cast<size_t>(param - def.params.begin());
       if (given[index]) ThrowEval("macro '{}' got multiple values for argument '{}'", def.name, name);

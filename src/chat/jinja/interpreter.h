@@ -26,6 +26,10 @@ namespace infernix::jinja {
 
 // Macros may nest (or recurse) this deep.
 inline constexpr int kMaxCallDepth = 64;
+// The work one render may take, so that a template that loops without end ends in an error instead of
+// a stuck request: statements, loop iterations and expressions evaluated (see also kMaxTextBytes).
+// Qwen3's template takes 1.6 million for 32,000 messages; a loop without end stops after ~1.5 s.
+inline constexpr int64_t kMaxRenderSteps = 10'000'000;
 
 // A scope: variables in assignment order, and the enclosing scope.
 struct Frame {
@@ -85,8 +89,13 @@ class Interpreter {
   CallArgs EvalArgs(const Arguments& args, const FramePtr& frame);
   Value LoopAttribute(const Value& loop, std::string_view name);
 
+  // One more statement, iteration or expression (kMaxRenderSteps); the output's size (kMaxTextBytes).
+  void Step();
+  void CheckOutputSize() const;
+
   const SourceMap& map_;
   std::string* out_;
+  int64_t steps_ = 0;
   int call_depth_ = 0;
   std::vector<FramePtr> closures_;  // frames that define macros (see MakeMacro)
 };

@@ -7,7 +7,10 @@
 namespace infernix::jinja {
 
 Value Interpreter::Eval(const Expr& expr, const FramePtr& frame) {
-  return AtOffset(expr.offset, [&] { return EvalUnchecked(expr, frame); });
+  return AtOffset(expr.offset, [&] {
+    Step();
+    return EvalUnchecked(expr, frame);
+  });
 }
 
 Value Interpreter::EvalUnchecked(const Expr& expr, const FramePtr& frame) {
@@ -89,7 +92,9 @@ Value Interpreter::EvalBinary(const BinaryExpr& expr, const FramePtr& frame) {
     case BinaryOp::kOr: return Truthy(left) ? left : Eval(*expr.right, frame);
     case BinaryOp::kConcat: {
       Value right = Eval(*expr.right, frame);
-      return Value::String(ToText(left) + ToText(right));
+      std::string a = ToText(left), b = ToText(right);
+      CheckTextSize(a.size() + b.size());
+      return Value::String(std::move(a) + b);
     }
     default: {
       Value right = Eval(*expr.right, frame);
@@ -102,7 +107,7 @@ bool Interpreter::EvalCompare(const CompareExpr& expr, const FramePtr& frame) {
   Value left = Eval(*expr.first, frame);
   for (const auto& [op, operand] : expr.rest) {
     Value right = Eval(*operand, frame);
-    if (!AtOffset(operand->offset, [&] { return CompareValues(op, left, right); })) return false;
+    if (!AtOffset(operand->offset, [&, op = op] { return CompareValues(op, left, right); })) return false;
     left = std::move(right);
   }
   return true;

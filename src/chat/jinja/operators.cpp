@@ -52,10 +52,10 @@ int64_t CheckedMul(int64_t a, int64_t b) {
 }
 
 Value Repeat(const Value& sequence, int64_t count) {
-  constexpr uint64_t kMaxBytes = uint64_t{1} << 30, kMaxItems = uint64_t{1} << 24;
+  constexpr uint64_t kMaxItems = uint64_t{1} << 24;
   uint64_t n = static_cast<uint64_t>(std::max<int64_t>(count, 0));
   if (sequence.is_string()) {
-    if (n * sequence.AsString().size() > kMaxBytes) ThrowEval("string repetition result too large");
+    if (n * sequence.AsString().size() > kMaxTextBytes) ThrowEval("string repetition result too large");
     std::string out;
     for (uint64_t i = 0; i < n; ++i) out += sequence.AsString();
     return Value::String(std::move(out));
@@ -148,9 +148,17 @@ Value Arithmetic(BinaryOp op, const Value& a, const Value& b) {
 
 }  // namespace
 
+void CheckTextSize(size_t bytes) {
+  if (bytes > kMaxTextBytes)
+    ThrowEvalCode(ErrorCode::kOutOfRange, "a string of {} bytes passes the template limit of {}", bytes, kMaxTextBytes);
+}
+
 Value BinaryOperation(BinaryOp op, const Value& a, const Value& b) {
   if (a.is_number() && b.is_number()) return Arithmetic(op, a, b);
-  if (op == BinaryOp::kAdd && a.is_string() && b.is_string()) return Value::String(a.AsString() + b.AsString());
+  if (op == BinaryOp::kAdd && a.is_string() && b.is_string()) {
+    CheckTextSize(a.AsString().size() + b.AsString().size());
+    return Value::String(a.AsString() + b.AsString());
+  }
   if (op == BinaryOp::kAdd && a.is_list() && b.is_list() && a.list().is_tuple == b.list().is_tuple) {
     std::vector<Value> items = a.list().items;
     items.insert(items.end(), b.list().items.begin(), b.list().items.end());

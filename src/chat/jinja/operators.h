@@ -11,6 +11,8 @@ namespace infernix::jinja {
 
 // + - * / // % ** (not `and`, `or`, `~`, which the interpreter evaluates itself).
 Value BinaryOperation(BinaryOp op, const Value& a, const Value& b);
+// Throws EvalError (kOutOfRange) for a string longer than kMaxTextBytes (interpreter.h).
+void CheckTextSize(size_t bytes);
 Value Negate(const Value& v);
 // ==, !=, <, <=, >, >=, in, not in.
 bool CompareValues(CompareOp op, const Value& a, const Value& b);

@@ -25,6 +25,9 @@ class Value;
 // Recursive operations on values (printing, tojson, equality, conversion from JSON) give up with an
 // error beyond this nesting depth instead of overflowing the stack.
 inline constexpr int kMaxValueDepth = 256;
+// Bytes of any string a render makes (the output, a captured block, a concatenation, a repetition): far
+// past any prompt, short of exhausting memory.
+inline constexpr size_t kMaxTextBytes = size_t{64} << 20;
 
 struct CallArgs {
   std::vector<Value> positional;
