@@ -28,7 +28,7 @@ namespace infernix::jinja {
 inline constexpr int kMaxCallDepth = 64;
 // The work one render may take, so that a template that loops without end ends in an error instead of
 // a stuck request: statements, loop iterations and expressions evaluated (see also kMaxTextBytes).
-// Qwen3's template takes 1.6 million for 32,000 messages; a loop without end stops after ~1.5 s.
+// Qwen3's template takes 1.6 million for 32,000 messages; a loop without end stops after ~1.6 s.
 inline constexpr int64_t kMaxRenderSteps = 10'000'000;
 
 // A scope: variables in assignment order, and the enclosing scope.
