@@ -108,6 +108,10 @@ TEST(RuntimeErrors, WorkAndTextLimits) {
   EXPECT_TRUE(Contains(RenderError("{{ 'ab' * 40000000 }}"), "string repetition result too large"));
   EXPECT_TRUE(Contains(RenderError("{% for i in range(100000) %}{{ 'x' * 1000 }}{% endfor %}"),
                        "the template's output passed 67108864 bytes"));
+  EXPECT_TRUE(Contains(RenderError("{{ 'x' | center(300000000) }}"), "a string of 300000000 bytes passes"));
+  EXPECT_TRUE(Contains(RenderError("{{ 'x'.ljust(300000000) }}"), "passes the template limit"));
+  EXPECT_TRUE(Contains(RenderError("{{ ('x' * 60000000) | replace('x', 'yyyy') }}"), "passes the template limit"));
+  EXPECT_TRUE(Contains(RenderError("{{ ['x' * 40000000, 'y' * 40000000] | join }}"), "passes the template limit"));
   // Within the limits: a long loop and a few MB of output.
   EXPECT_EQ(Render("{% for i in range(100000) %}{{ 'x' * 20 }}{% endfor %}").size(), size_t{2000000});
 }

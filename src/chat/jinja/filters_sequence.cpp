@@ -135,6 +135,7 @@ Value FilterJoin(Interpreter& in, Value& input, CallArgs& args) {
     if (!first) out += separator;
     first = false;
     out += ToText(Given(a[1]) ? LookupAttribute(in, item, a[1]) : item);
+    CheckTextSize(out.size());
   }
   return Value::String(std::move(out));
 }

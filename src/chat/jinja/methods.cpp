@@ -1,5 +1,6 @@
 // Python methods of str, list and dict that templates call: `s.split(',')`, `d.items()`, ...
 // String positions are code point indexes, as in Python.
+#include <algorithm>
 #include <unordered_map>
 
 #include "chat/jinja/builtins.h"
@@ -151,6 +152,7 @@ Value Replace(const Value& self, CallArgs& args) {
     for (size_t i = 0; i <= chars.size(); ++i) {
       if (count < 0 || static_cast<int64_t>(i) < count) out += replacement;
       if (i < chars.size()) out += chars[i];
+      CheckTextSize(out.size());
     }
     return Value::String(std::move(out));
   }
@@ -160,6 +162,7 @@ Value Replace(const Value& self, CallArgs& args) {
     if (i == std::string::npos) break;
     out.append(s, pos, i - pos);
     out += replacement;
+    CheckTextSize(out.size());
     pos = i + old.size();
   }
   out.append(s, pos);
@@ -212,6 +215,7 @@ Value Join(const Value& self, CallArgs& args) {
     if (!item.is_string()) ThrowEval("str.join: item {} is a '{}', expected a string", index, TypeName(item));
     if (index++ > 0) out += self.AsString();
     out += item.AsString();
+    CheckTextSize(out.size());
   }
   return Value::String(std::move(out));
 }
@@ -249,6 +253,7 @@ Value Pad(const Value& self, CallArgs& args) {
   const std::string& s = self.AsString();
   int64_t margin = width - static_cast<int64_t>(CountCodePoints(s));
   if (margin <= 0) return self;
+  CheckTextSize(static_cast<size_t>(std::min<int64_t>(margin, int64_t{1} << 40)) * fill.size() + s.size());
   int64_t left = align == '>' || align == '0' ? margin : align == '<' ? 0 : margin / 2 + (margin & width & 1);
   auto repeat = [&](int64_t n) {
     std::string out;
