@@ -112,6 +112,13 @@ TEST(RuntimeErrors, WorkAndTextLimits) {
   EXPECT_TRUE(Contains(RenderError("{{ 'x'.ljust(300000000) }}"), "passes the template limit"));
   EXPECT_TRUE(Contains(RenderError("{{ ('x' * 60000000) | replace('x', 'yyyy') }}"), "passes the template limit"));
   EXPECT_TRUE(Contains(RenderError("{{ ['x' * 40000000, 'y' * 40000000] | join }}"), "passes the template limit"));
+  EXPECT_TRUE(Contains(RenderError("{% set ns = namespace(l=[1]) %}{% for i in range(30) %}{% set ns.l = ns.l + ns.l "
+                                   "%}{% endfor %}"),
+                       "a list of 2097152 items passes the template limit of 1048576"));
+  EXPECT_TRUE(Contains(RenderError("{{ [1] * 2000000 }}"), "list repetition result too large"));
+  EXPECT_TRUE(Contains(RenderError("{% set l = [1] %}{% for i in range(30) %}{% set _ = l.extend(l | list) %}"
+                                   "{% endfor %}"),
+                       "passes the template limit"));
   // Within the limits: a long loop and a few MB of output.
   EXPECT_EQ(Render("{% for i in range(100000) %}{{ 'x' * 20 }}{% endfor %}").size(), size_t{2000000});
 }

@@ -279,6 +279,7 @@ Value RemoveAffix(const Value& self, CallArgs& args) {
 Value Append(const Value& self, CallArgs& args) {
   auto a = BindArgs("list.append", args, {"item"}, 1);
   if (ContainsContainer(a[0], self.container())) ThrowEval("list.append: cannot append a list to itself");
+  CheckListSize(self.list().items.size() + 1);
   self.list().items.push_back(a[0]);
   return Value::None();
 }
@@ -288,6 +289,7 @@ Value Extend(const Value& self, CallArgs& args) {
   std::vector<Value> items = Iterate(a[0]);
   for (const Value& item : items)
     if (ContainsContainer(item, self.container())) ThrowEval("list.extend: cannot add a list to itself");
+  CheckListSize(self.list().items.size() + items.size());
   self.list().items.insert(self.list().items.end(), items.begin(), items.end());
   return Value::None();
 }

@@ -52,7 +52,6 @@ int64_t CheckedMul(int64_t a, int64_t b) {
 }
 
 Value Repeat(const Value& sequence, int64_t count) {
-  constexpr uint64_t kMaxItems = uint64_t{1} << 24;
   uint64_t n = static_cast<uint64_t>(std::max<int64_t>(count, 0));
   if (sequence.is_string()) {
     if (n * sequence.AsString().size() > kMaxTextBytes) ThrowEval("string repetition result too large");
@@ -61,7 +60,7 @@ Value Repeat(const Value& sequence, int64_t count) {
     return Value::String(std::move(out));
   }
   const ListObj& list = sequence.list();
-  if (n * list.items.size() > kMaxItems) ThrowEval("list repetition result too large");
+  if (n * list.items.size() > kMaxListItems) ThrowEval("list repetition result too large");
   std::vector<Value> items;
   for (uint64_t i = 0; i < n; ++i) items.insert(items.end(), list.items.begin(), list.items.end());
   return list.is_tuple ? Value::Tuple(std::move(items)) : Value::List(std::move(items));
@@ -153,6 +152,11 @@ void CheckTextSize(size_t bytes) {
     ThrowEvalCode(ErrorCode::kOutOfRange, "a string of {} bytes passes the template limit of {}", bytes, kMaxTextBytes);
 }
 
+void CheckListSize(size_t items) {
+  if (items > kMaxListItems)
+    ThrowEvalCode(ErrorCode::kOutOfRange, "a list of {} items passes the template limit of {}", items, kMaxListItems);
+}
+
 Value BinaryOperation(BinaryOp op, const Value& a, const Value& b) {
   if (a.is_number() && b.is_number()) return Arithmetic(op, a, b);
   if (op == BinaryOp::kAdd && a.is_string() && b.is_string()) {
@@ -160,6 +164,7 @@ Value BinaryOperation(BinaryOp op, const Value& a, const Value& b) {
     return Value::String(a.AsString() + b.AsString());
   }
   if (op == BinaryOp::kAdd && a.is_list() && b.is_list() && a.list().is_tuple == b.list().is_tuple) {
+    CheckListSize(a.list().items.size() + b.list().items.size());
     std::vector<Value> items = a.list().items;
     items.insert(items.end(), b.list().items.begin(), b.list().items.end());
     return a.list().is_tuple ? Value::Tuple(std::move(items)) : Value::List(std::move(items));

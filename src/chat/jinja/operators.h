@@ -11,8 +11,10 @@ namespace infernix::jinja {
 
 // + - * / // % ** (not `and`, `or`, `~`, which the interpreter evaluates itself).
 Value BinaryOperation(BinaryOp op, const Value& a, const Value& b);
-// Throws EvalError (kOutOfRange) for a string longer than kMaxTextBytes (interpreter.h).
+// Throw EvalError (kOutOfRange) for a string longer than kMaxTextBytes, a list longer than kMaxListItems
+// (value.h).
 void CheckTextSize(size_t bytes);
+void CheckListSize(size_t items);
 Value Negate(const Value& v);
 // ==, !=, <, <=, >, >=, in, not in.
 bool CompareValues(CompareOp op, const Value& a, const Value& b);

@@ -28,6 +28,9 @@ inline constexpr int kMaxValueDepth = 256;
 // Bytes of any string a render makes (the output, a captured block, a concatenation, a repetition): far
 // past any prompt, short of exhausting memory.
 inline constexpr size_t kMaxTextBytes = size_t{64} << 20;
+// Items of any list a render makes by +, *, append or extend (a list doubled in a loop would otherwise
+// take gigabytes in a few dozen steps); a request body cannot hold half as many messages.
+inline constexpr size_t kMaxListItems = size_t{1} << 20;
 
 struct CallArgs {
   std::vector<Value> positional;
