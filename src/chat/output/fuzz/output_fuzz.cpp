@@ -5,8 +5,8 @@
 // (clang, -fsanitize=fuzzer,address,undefined).
 //
 // Input: byte 0 picks the options (reasoning, starts in reasoning, tool calls, a single call), byte 1
-// seeds the piece sizes, the rest is the text, made valid UTF-8 first as the server's stream decoder
-// makes every output (each byte that does not start a valid character becomes U+FFFD).
+// seeds the piece sizes, the rest is the text, made valid UTF-8 first exactly as the server's stream
+// decoder makes every output (utf8::AppendLossy: each maximal ill-formed subsequence becomes U+FFFD).
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -16,6 +16,7 @@
 #include <string_view>
 
 #include "chat/output/output_parser.h"
+#include "tokenizer/utf8.h"
 
 namespace {
 
@@ -43,33 +44,6 @@ OutputParserOptions Options(uint8_t flags) {
   return o;
 }
 
-// `bytes` with every byte that does not begin a well-formed UTF-8 sequence (no overlong forms,
-// surrogates or code points past U+10FFFF) replaced by U+FFFD.
-std::string ValidUtf8(std::string_view bytes) {
-  std::string out;
-  for (size_t i = 0; i < bytes.size();) {
-    const auto b = static_cast<uint8_t>(bytes[i]);
-    const size_t len = b < 0x80 ? 1 : (b >> 5) == 6 ? 2 : (b >> 4) == 14 ? 3 : (b >> 3) == 30 ? 4 : 0;
-    bool ok = len != 0 && i + len <= bytes.size();
-    uint32_t cp = len == 1 ? b : len == 2 ? (b & 0x1Fu) : len == 3 ? (b & 0x0Fu) : (b & 0x07u);
-    for (size_t k = 1; ok && k < len; ++k) {
-      const auto c = static_cast<uint8_t>(bytes[i + k]);
-      ok = (c >> 6) == 2;
-      cp = (cp << 6) | (c & 0x3Fu);
-    }
-    ok = ok && !(len == 2 && cp < 0x80) && !(len == 3 && cp < 0x800) && !(len == 4 && cp < 0x10000) &&
-         !(cp >= 0xD800 && cp <= 0xDFFF) && cp <= 0x10FFFF;
-    if (ok) {
-      out.append(bytes.substr(i, len));
-      i += len;
-    } else {
-      out.append("\xEF\xBF\xBD");
-      ++i;
-    }
-  }
-  return out;
-}
-
 [[noreturn]] void Fail(const char* what, const ParsedOutput& whole, const ParsedOutput& pieces) {
   std::fprintf(
       stderr,
@@ -85,7 +59,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 2) return 0;
   const uint8_t flags = data[0];
   uint32_t seed = data[1] * 2654435761u + 1;
-  const std::string valid = ValidUtf8({reinterpret_cast<const char*>(data + 2), size - 2});
+  std::string valid;
+  infernix::utf8::AppendLossy({reinterpret_cast<const char*>(data + 2), size - 2}, /*final=*/true, &valid);
   const std::string_view text = valid;
   // Any exception escapes and is reported by libFuzzer: the parser must not throw on model output.
   const ParsedOutput whole = infernix::ParseOutput(text, Options(flags));
