@@ -116,6 +116,10 @@ TEST(RuntimeErrors, WorkAndTextLimits) {
                                    "%}{% endfor %}"),
                        "a list of 2097152 items passes the template limit of 1048576"));
   EXPECT_TRUE(Contains(RenderError("{{ [1] * 2000000 }}"), "list repetition result too large"));
+  // Counts whose product with the length wraps around 2^64.
+  EXPECT_TRUE(Contains(RenderError("{{ 'abcd' * 4611686018427387904 }}"), "string repetition result too large"));
+  EXPECT_TRUE(Contains(RenderError("{{ [1, 2, 3, 4] * 4611686018427387904 }}"), "list repetition result too large"));
+  EXPECT_EQ(Render("{{ ('' * 4611686018427387904) | length }} {{ ([] * 4611686018427387904) | length }}"), "0 0");
   EXPECT_TRUE(Contains(RenderError("{% set l = [1] %}{% for i in range(30) %}{% set _ = l.extend(l | list) %}"
                                    "{% endfor %}"),
                        "passes the template limit"));

@@ -58,7 +58,8 @@ void Interpreter::Step() {
                   kMaxRenderSteps);
 }
 
-void Interpreter::CheckOutputSize() const {
+void Interpreter::Emit(std::string_view text) {
+  *out_ += text;
   if (out_->size() > kMaxTextBytes)
     ThrowEvalCode(ErrorCode::kOutOfRange, "the template's output passed {} bytes", kMaxTextBytes);
 }
@@ -72,18 +73,14 @@ Interpreter::Flow Interpreter::Exec(const StmtList& body, const FramePtr& frame)
 }
 
 void Interpreter::Print(uint32_t offset, const Value& value) {
-  AtOffset(offset, [&] {
-    *out_ += ToText(value);
-    CheckOutputSize();
-  });
+  AtOffset(offset, [&] { Emit(ToText(value)); });
 }
 
 Interpreter::Flow Interpreter::ExecStatement(const Stmt& stmt, const FramePtr& frame) {
   AtOffset(stmt.offset, [&] { Step(); });
   switch (stmt.kind) {
     case StmtKind::kText:
-      *out_ += static_cast<const TextStmt&>(stmt).text;
-      AtOffset(stmt.offset, [&] { CheckOutputSize(); });
+      AtOffset(stmt.offset, [&] { Emit(static_cast<const TextStmt&>(stmt).text); });
       break;
     case StmtKind::kPrint: {
       const Expr& expr = *static_cast<const PrintStmt&>(stmt).expr;

@@ -89,9 +89,10 @@ class Interpreter {
   CallArgs EvalArgs(const Arguments& args, const FramePtr& frame);
   Value LoopAttribute(const Value& loop, std::string_view name);
 
-  // One more statement, iteration or expression (kMaxRenderSteps); the output's size (kMaxTextBytes).
+  // One more statement, iteration or expression (kMaxRenderSteps).
   void Step();
-  void CheckOutputSize() const;
+  // Appends text to the output (the render's, or a captured block's), held to kMaxTextBytes.
+  void Emit(std::string_view text);
 
   const SourceMap& map_;
   std::string* out_;

@@ -54,13 +54,16 @@ int64_t CheckedMul(int64_t a, int64_t b) {
 Value Repeat(const Value& sequence, int64_t count) {
   uint64_t n = static_cast<uint64_t>(std::max<int64_t>(count, 0));
   if (sequence.is_string()) {
-    if (n * sequence.AsString().size() > kMaxTextBytes) ThrowEval("string repetition result too large");
+    // Divided, not multiplied: n * size can wrap around (then 'abcd' * 2**62 passed and ran forever).
+    if (n != 0 && sequence.AsString().size() > kMaxTextBytes / n) ThrowEval("string repetition result too large");
+    if (sequence.AsString().empty()) n = 0;  // '' * 2**62 is '' at once
     std::string out;
     for (uint64_t i = 0; i < n; ++i) out += sequence.AsString();
     return Value::String(std::move(out));
   }
   const ListObj& list = sequence.list();
-  if (n * list.items.size() > kMaxListItems) ThrowEval("list repetition result too large");
+  if (n != 0 && list.items.size() > kMaxListItems / n) ThrowEval("list repetition result too large");
+  if (list.items.empty()) n = 0;
   std::vector<Value> items;
   for (uint64_t i = 0; i < n; ++i) items.insert(items.end(), list.items.begin(), list.items.end());
   return list.is_tuple ? Value::Tuple(std::move(items)) : Value::List(std::move(items));
