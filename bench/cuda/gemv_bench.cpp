@@ -51,10 +51,7 @@ struct Product {
 // bf16 or a block type, by name.
 DType ParseType(const std::string& name) {
   if (std::optional<DType> t = DTypeFromName(name); t && (*t == DType::kBF16 || IsBlockQuantized(*t))) return *t;
-  std::string names = "bf16";
-  for (int i = static_cast<int>(DType::kQ4_0); i <= static_cast<int>(DType::kF8E4M3B128); ++i)
-    names += ", " + std::string(DTypeName(static_cast<DType>(i)));
-  ThrowError(ErrorCode::kInvalidArgument, "--type: '{}' is not one of {}", name, names);
+  ThrowError(ErrorCode::kInvalidArgument, "--type: '{}' is not one of bf16, {}", name, BlockQuantizedNames());
 }
 
 int Run(const Options& o) {

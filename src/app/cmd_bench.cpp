@@ -50,10 +50,7 @@ ModelConfig FirstLayers(ModelConfig c, int n) {
 // A block type by name (every GGUF block type, and f8_e4m3_b128).
 DType ParseDummyQuant(const std::string& name) {
   if (std::optional<DType> t = DTypeFromName(name); t && IsBlockQuantized(*t)) return *t;
-  std::string names;
-  for (int i = static_cast<int>(DType::kQ4_0); i <= static_cast<int>(DType::kF8E4M3B128); ++i)
-    names += (names.empty() ? "" : ", ") + std::string(DTypeName(static_cast<DType>(i)));
-  ThrowError(ErrorCode::kInvalidArgument, "--dummy-quant: '{}' is not one of {}", name, names);
+  ThrowError(ErrorCode::kInvalidArgument, "--dummy-quant: '{}' is not one of {}", name, BlockQuantizedNames());
 }
 
 // Parameters (elements) of the matrix products one token goes through, excluding the embedding and

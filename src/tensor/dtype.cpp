@@ -108,6 +108,13 @@ std::optional<DType> DTypeFromName(std::string_view name) {
   return std::nullopt;
 }
 
+std::string BlockQuantizedNames() {
+  std::string names;
+  for (int t = static_cast<int>(DType::kQ4_0); t <= static_cast<int>(DType::kF8E4M3B128); ++t)
+    names += (names.empty() ? "" : ", ") + std::string(DTypeName(static_cast<DType>(t)));
+  return names;
+}
+
 float F16ToF32(uint16_t h) {
   uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
   uint32_t exponent = (h >> 10) & 0x1fu;

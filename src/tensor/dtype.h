@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace infernix {
@@ -30,6 +31,8 @@ size_t DTypeSize(DType dtype);
 std::string_view DTypeName(DType dtype);
 // The type whose DTypeName is `name`, if any.
 std::optional<DType> DTypeFromName(std::string_view name);
+// The names of the block-quantized types, comma-separated ("q4_0, q4_1, ..., f8_e4m3_b128"), for errors.
+std::string BlockQuantizedNames();
 // Elements per block (1 for plain types and FP8) and bytes per block.
 int64_t DTypeBlockSize(DType dtype);
 size_t DTypeBlockBytes(DType dtype);
