@@ -22,18 +22,24 @@ const char* ModeName(CudaOptions::Attention a) {
   return a == CudaOptions::Attention::kFlash ? "flash" : a == CudaOptions::Attention::kSplit ? "split" : "auto";
 }
 
+// Sequence state of attention layers with these heads.
+StateSpec Spec(Heads h, int max_slots, int64_t max_context, int layers) {
+  StateSpec spec;
+  spec.max_slots = max_slots;
+  spec.max_context = max_context;
+  spec.n_attention_layers = layers;
+  spec.n_kv_heads = h.hkv;
+  spec.head_dim = h.d;
+  return spec;
+}
+
 // Runs the steps on both backends and compares every step's output.
 void RunSteps(CudaOptions::Attention mode, Heads h, int64_t max_context,
               const std::vector<std::vector<std::array<int64_t, 3>>>& steps, uint64_t seed) {
   CudaOptions o;
   o.attention = mode;
   Rig rig(o);
-  StateSpec spec;
-  spec.max_slots = 3;
-  spec.max_context = max_context;
-  spec.n_attention_layers = 2;
-  spec.n_kv_heads = h.hkv;
-  spec.head_dim = h.d;
+  const StateSpec spec = Spec(h, 3, max_context, 2);
   auto cs = rig.cpu.CreateState(spec);
   auto gs = rig.gpu.CreateState(spec);
   const float scale = 1.0f / std::sqrt(static_cast<float>(h.d));
@@ -75,12 +81,7 @@ TEST(CudaAttention, PrefillDecodeAndMixedBatches) {
 void RunPreparedSteps(Heads h, int max_slots, const std::vector<std::vector<std::array<int64_t, 3>>>& steps,
                       uint64_t seed) {
   Rig rig;
-  StateSpec spec;
-  spec.max_slots = max_slots;
-  spec.max_context = 1024;
-  spec.n_attention_layers = 1;
-  spec.n_kv_heads = h.hkv;
-  spec.head_dim = h.d;
+  const StateSpec spec = Spec(h, max_slots, 1024, 1);
   auto cs = rig.cpu.CreateState(spec);
   auto gs = rig.gpu.CreateState(spec);
   const float scale = 1.0f / std::sqrt(static_cast<float>(h.d));

@@ -129,6 +129,8 @@ class CudaBackend final : public Backend {
   // Whether out = a + b may become the epilogue of the pending GEMV group, which makes a or b
   // (cuda::GemvResidual).
   bool ResidualFusable(const Tensor& a, const Tensor& b, const Tensor& out) const;
+  // Whether out = RmsNorm(x) may join that epilogue: x is the sum it makes (in place allowed).
+  bool ResidualNormFusable(const Tensor& x, const Tensor& weight, const Tensor& out) const;
   // Launches the op held back for fusion (plain, unfused).
   void FlushPending();
   const cuda::ExpertTable& ExpertTableFor(const ExpertWeights& experts);

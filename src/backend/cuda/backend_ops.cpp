@@ -70,11 +70,7 @@ void CudaBackend::RmsNorm(const Tensor& x, const Tensor& weight, float eps, bool
   INFX_CHECK_MSG(weight.numel() == x.cols() && IsFloat(weight), "RmsNorm x {} weight {}", x.Describe(),
                  weight.Describe());
   const float w_offset = unit_offset ? 1.0f : 0.0f;
-  if (gemv_.res.out == x.data && gemv_.res.norm_out == nullptr && x.numel() == gemv_.n * gemv_.seg[0].rows &&
-      x.rows() == gemv_.n && x.dtype == DType::kBF16 && x.cols() % 8 == 0 && Aligned(x.data, 16) &&
-      Aligned(out.data, 16) && (out.data == x.data || Disjoint(x, out)) &&
-      (weight.dtype != DType::kBF16 || Aligned(weight.data, 16)) &&
-      x.rows() * ((x.cols() + 15) / 16) <= kGemvSumsCapacity) {
+  if (ResidualNormFusable(x, weight, out)) {
     // x = residual + the product of the pending GEMV, which its epilogue makes: the norm joins it.
     cuda::GemvResidual& r = gemv_.res;
     r.norm_out = out.data;
@@ -236,6 +232,14 @@ void CudaBackend::Add(const Tensor& a, const Tensor& b, Tensor out) {
     return;
   }
   Enqueue(cuda::LaunchBinary, static_cast<int>(cuda::kOpAdd), Dt(a), a.data, b.data, out.data, a.numel());
+}
+
+bool CudaBackend::ResidualNormFusable(const Tensor& x, const Tensor& weight, const Tensor& out) const {
+  return gemv_.res.out == x.data && gemv_.res.norm_out == nullptr && x.numel() == gemv_.n * gemv_.seg[0].rows &&
+         x.rows() == gemv_.n && x.dtype == DType::kBF16 && x.cols() % 8 == 0 && Aligned(x.data, 16) &&
+         Aligned(out.data, 16) && (out.data == x.data || Disjoint(x, out)) &&
+         (weight.dtype != DType::kBF16 || Aligned(weight.data, 16)) &&
+         x.rows() * ((x.cols() + 15) / 16) <= kGemvSumsCapacity;
 }
 
 bool CudaBackend::ResidualFusable(const Tensor& a, const Tensor& b, const Tensor& out) const {

@@ -95,10 +95,10 @@ TEST(CudaMatMul, NormAndSiluFusedIntoGemv) {
          h2 = rig.Out({n, k}), normed2 = rig.Out({n, k}), logits = rig.Out({n, vocab}, DType::kF32),
          o = rig.Out({n, k}), normed3 = rig.Out({n, k});
     Pair& silu = in_place ? gate : act;
-    // Both kinds of norm prologue: after the residual add in the GEMV before (sums of squares), and
-    // computed by the GEMV itself (a norm of h alone, of down alone).
+    // Both ways a norm joins a GEMV: as the epilogue of the GEMV before, with its residual add (o_proj,
+    // down), and as the prologue of the GEMV that reads it (a norm of h alone, of down alone).
     auto step = [&](Backend& be, Tensor Pair::*side) {
-      be.MatMul(attn.*side, wo.*side, o.*side);  // o_proj: the add and the sums of squares as its epilogue
+      be.MatMul(attn.*side, wo.*side, o.*side);  // o_proj: the add and the norm as its epilogue
       be.Add(h.*side, o.*side, h.*side);         // in place, as the residual stream
       be.RmsNorm(h.*side, nw.*side, 1e-6f, false, normed.*side);
       be.MatMul(normed.*side, wq.*side, q.*side);
