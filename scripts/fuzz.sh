@@ -1,13 +1,12 @@
 #!/usr/bin/env bash
-# Fuzzes the file-format parsers, the JSON-schema compiler, the model-output parser and the chat-template
-# engine with libFuzzer: builds the fuzz targets (src/formats/fuzz, src/grammar/fuzz, src/chat/output/fuzz,
-# src/chat/fuzz) with clang,
-# AddressSanitizer and UndefinedBehaviorSanitizer into build/fuzz, writes a seed corpus of small valid
-# files (the other targets' seeds are in the repository, beside them), and runs each
-# target for FUZZ_SECONDS seconds (default 60). Exits non-zero on a crash, a
-# sanitizer report, a failed check or an escaped exception, printing the reproducer's path; reproduce
-# with `build/fuzz/bin/<target> <file>`. Needs clang and libFuzzer (Debian 12: clang,
-# libclang-rt-14-dev; scripts/install-deps.sh installs them).
+# Fuzzes the file-format parsers, the JSON-schema compiler, the model-output parser and the
+# chat-template engine with libFuzzer: builds the fuzz targets (src/formats/fuzz, src/grammar/fuzz,
+# src/chat/output/fuzz, src/chat/fuzz) with clang, AddressSanitizer and UndefinedBehaviorSanitizer into
+# build/fuzz, writes a seed corpus of small valid files for the file formats (the other targets' seeds
+# are in the repository, beside them), and runs each target for FUZZ_SECONDS seconds (default 60).
+# Exits non-zero on a crash, a sanitizer report, a failed check or an escaped exception, printing the
+# reproducer's path; reproduce with `build/fuzz/bin/<target> <file>`. Needs clang and libFuzzer
+# (Debian 12: clang, libclang-rt-14-dev; scripts/install-deps.sh installs them).
 # Usage: scripts/fuzz.sh [target...]   (targets: gguf_fuzz safetensors_fuzz schema_fuzz output_fuzz
 # template_fuzz; default all)
 set -euo pipefail
