@@ -262,24 +262,26 @@ TEST(CudaMatMul, QuantizedWeights) {
 TEST(CudaMatMul, QuantizedProductsSharingInput) {
   INFX_REQUIRE_GPU();
   Rig rig;
-  for (DType type : {DType::kQ4_K, DType::kQ6_K, DType::kF8E4M3B128}) {
-    const int64_t n = 2, k = 2048;
-    const std::vector<float> xv = Rand(n * k, 900, -2, 2);
-    auto x = rig.Act({n, k}, xv);
-    auto x_f32 = rig.Act({n, k}, type == DType::kF8E4M3B128 ? xv : Int8Blocks(xv), DType::kF32);
-    std::vector<HostBuffer> packed;
-    std::vector<Pair> ws, outs;
-    uint64_t seed = 901;
-    for (int64_t m : {2048, 512, 512}) {
-      packed.push_back(RandomQuantBlocks(type, m, k, seed++, 0.02f));
-      ws.push_back(Pair{rig.cpu.UploadWeight(packed.back().view()), rig.gpu.UploadWeight(packed.back().view())});
-      outs.push_back(rig.Out({n, m}));
-    }
-    for (size_t i = 0; i < ws.size(); ++i) rig.gpu.MatMul(x.gpu, ws[i].gpu, outs[i].gpu);
-    for (size_t i = 0; i < ws.size(); ++i) {
-      rig.cpu.MatMul(x_f32.cpu, ws[i].cpu, outs[i].cpu);
-      ExpectClose(rig.Gpu(outs[i].gpu), Rig::Cpu(outs[i].cpu), 5e-3, 2e-2,
-                  std::string(DTypeName(type)) + " joined product " + std::to_string(i));
+  for (DType type : {DType::kQ4_K, DType::kQ6_K, DType::kQ8_0, DType::kF8E4M3B128}) {
+    for (int64_t n : {1, 2}) {  // one token: the kernel's one-token form
+      const int64_t k = 2048;
+      const std::vector<float> xv = Rand(n * k, 900, -2, 2);
+      auto x = rig.Act({n, k}, xv);
+      auto x_f32 = rig.Act({n, k}, type == DType::kF8E4M3B128 ? xv : Int8Blocks(xv), DType::kF32);
+      std::vector<HostBuffer> packed;
+      std::vector<Pair> ws, outs;
+      uint64_t seed = 901;
+      for (int64_t m : {2048, 512, 512}) {
+        packed.push_back(RandomQuantBlocks(type, m, k, seed++, 0.02f));
+        ws.push_back(Pair{rig.cpu.UploadWeight(packed.back().view()), rig.gpu.UploadWeight(packed.back().view())});
+        outs.push_back(rig.Out({n, m}));
+      }
+      for (size_t i = 0; i < ws.size(); ++i) rig.gpu.MatMul(x.gpu, ws[i].gpu, outs[i].gpu);
+      for (size_t i = 0; i < ws.size(); ++i) {
+        rig.cpu.MatMul(x_f32.cpu, ws[i].cpu, outs[i].cpu);
+        ExpectClose(rig.Gpu(outs[i].gpu), Rig::Cpu(outs[i].cpu), 5e-3, 2e-2,
+                    std::string(DTypeName(type)) + " joined product " + std::to_string(i) + " n=" + std::to_string(n));
+      }
     }
   }
 }

@@ -153,7 +153,8 @@ __global__ void __launch_bounds__(32 * qmma::kWarps) MoeMmaKernel(MoeMmaArgs a) 
       float* ac = acc[kDown ? 0 : m.part];
       if constexpr (IsIntType<T>()) {
         const float2* xr_s = xs + xr * (k / kG) + k0 / kG;
-        ChunkProductInt<T>(rows16, table, xq + xr * XqStride(k) + k0, xr_s, xr_s, factor, lane, ac);
+        ChunkProductInt1<T>(rows16, reinterpret_cast<float*>(table), xq + xr * XqStride(k) + k0, xr_s, factor, lane,
+                            ac);
       } else if constexpr (T == kBF16) {
         ChunkProductBf16(rows16, a.x + static_cast<int64_t>(xr) * k + k0, factor, lane, ac);
       } else {

@@ -30,15 +30,17 @@ namespace {
 using namespace qmma;  // NOLINT: the building blocks of this kernel family
 
 // kHalfX (FP8 only): x in shared memory as f16 (ActivationsToHalf); else x read as bf16 from global memory.
-template <int T, bool kHalfX>
-__global__ void __launch_bounds__(32 * kWarps) QuantGemvMmaKernel(GemvBatch p) {
+// kOne (integer types): one token, ChunkProductInt1.
+template <int T, bool kHalfX, bool kOne>
+__global__ void __launch_bounds__(32 * kWarps, 3) QuantGemvMmaKernel(GemvBatch p) {
   extern __shared__ __align__(16) uint8_t smem[];
   AllowDependentLaunch();  // the next kernel may get ready; it waits for this one's results
-  const int k = static_cast<int>(p.k), n = static_cast<int>(p.n);
+  const int k = static_cast<int>(p.k), n = kOne ? 1 : static_cast<int>(p.n);
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   constexpr int kCb = ChunkBytes<T>(), kW = StageWords<T>(), kStages = Stages<T>();
+  constexpr int kSlots = (16 * kW + 31) / 32;  // 16-byte copies per lane per chunk, at most
   const int chunks = k / kChunk;
-  const size_t row_bytes = static_cast<size_t>(chunks) * kCb;
+  const uint32_t row_bytes = static_cast<uint32_t>(chunks) * kCb;  // QuantGemvMmaFits: offsets fit 32 bits
   uint8_t* stage = smem + warp * kStages * 16 * kW * 16;
   // The block takes tiles blockIdx.x, + gridDim.x, ...; a warp takes chunks warp, warp + 8, ... of each.
   // Its work items (tile, chunk) run through one pipeline of kStages buffers, across tiles.
@@ -48,7 +50,6 @@ __global__ void __launch_bounds__(32 * kWarps) QuantGemvMmaKernel(GemvBatch p) {
     if (i < p.n_segments) total_tiles += static_cast<int>((p.seg[i].rows + 15) / 16);
   const int my_tiles = (total_tiles - static_cast<int>(blockIdx.x) + gridDim.x - 1) / gridDim.x;
   const int per_tile = warp < chunks ? (chunks - warp + kWarps - 1) / kWarps : 0;
-  const int items = my_tiles * per_tile;
   // Segment and first row of a tile.
   auto locate = [&](int tile, GemvSegment* sg, int* row0) {
     *sg = p.seg[0];
@@ -64,20 +65,60 @@ __global__ void __launch_bounds__(32 * kWarps) QuantGemvMmaKernel(GemvBatch p) {
     }
     *row0 = tile * 16;
   };
-  // Stages the 16 rows' bytes of item `it` into buffer b.
-  auto issue = [&](int it, int b) {
-    if (it < items) {
-      GemvSegment sg;
-      int row0;
-      locate(static_cast<int>(blockIdx.x) + (it / per_tile) * gridDim.x, &sg, &row0);
-      const int c = warp + (it % per_tile) * kWarps;
-      StageChunk<T>(stage + b * 16 * kW * 16, static_cast<const uint8_t*>(sg.w), row0, static_cast<int>(sg.rows),
-                    row_bytes, c, lane);
+  // The producer: the next item to stage (tile pt of the block's, chunk step pm) and, for that tile, the
+  // offset of each of this lane's copies (word i = lane + 32 s of the staged rows: row i / kW, word i % kW).
+  int pt = 0, pm = 0;
+  const uint8_t* pw = nullptr;
+  uint32_t off[kSlots];
+  auto enter_tile = [&](int ti) {
+    GemvSegment sg;
+    int row0;
+    locate(static_cast<int>(blockIdx.x) + ti * gridDim.x, &sg, &row0);
+    pw = static_cast<const uint8_t*>(sg.w);
+    const int last = static_cast<int>(sg.rows) - 1;
+#pragma unroll
+    for (int s = 0; s < kSlots; ++s) {
+      const int i = lane + 32 * s;
+      off[s] = static_cast<uint32_t>(min(row0 + i / kW, last)) * row_bytes + static_cast<uint32_t>(i % kW) * 16;
+    }
+  };
+  if (per_tile > 0 && my_tiles > 0) enter_tile(0);
+  // Chunks of a whole number of words (most types) cover the same words of every row: which of the
+  // lane's copies hold one is then the same for every chunk.
+  uint32_t valid = 0;
+#pragma unroll
+  for (int s = 0; s < kSlots; ++s) {
+    const int i = lane + 32 * s;
+    if (i < 16 * kW && i % kW < (kCb + 15) / 16) valid |= 1u << s;
+  }
+  // Stages the producer's item into buffer b (the 16-byte words covering the chunk in each of the 16 rows;
+  // rows past the end repeat the last one) and moves the producer on.
+  auto issue = [&](int b) {
+    if (per_tile > 0 && pt < my_tiles) {
+      const uint32_t start = static_cast<uint32_t>(warp + pm * kWarps) * kCb, a0 = start & ~15u;
+      const uint32_t words = (((start + kCb + 15) & ~15u) - a0) / 16;  // kCb % 16 != 0: 1 or 2 more
+      (void)words;
+      uint8_t* dst = stage + b * 16 * kW * 16;
+#pragma unroll
+      for (int s = 0; s < kSlots; ++s) {
+        const int i = lane + 32 * s;
+        bool copy;
+        if constexpr (kCb % 16 == 0) {
+          copy = (valid >> s) & 1u;
+        } else {
+          copy = i < 16 * kW && static_cast<uint32_t>(i % kW) < words;
+        }
+        if (copy) CpAsync16(dst + i * 16, pw + (off[s] + a0));
+      }
+      if (++pm == per_tile) {
+        pm = 0;
+        if (++pt < my_tiles) enter_tile(pt);
+      }
     }
     CpAsyncCommit();  // an empty group past the end keeps the wait counts uniform
   };
 #pragma unroll
-  for (int b = 0; b < kStages - 1; ++b) issue(b, b);
+  for (int b = 0; b < kStages - 1; ++b) issue(b);
 
   WaitForPrevious();  // x is ready
   uint8_t* act = smem + StageBytes<T>();
@@ -101,16 +142,21 @@ __global__ void __launch_bounds__(32 * kWarps) QuantGemvMmaKernel(GemvBatch p) {
 
   float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};  // rows g, g, g+8, g+8 x tokens 2t, 2t+1
   __shared__ float partial[kWarps][4][32];
+  int b = 0, pb = kStages - 1;  // the buffers of the item computed and of the item staged next
   for (int ti = 0; ti < my_tiles; ++ti) {
     acc[0] = acc[1] = acc[2] = acc[3] = 0.0f;
     for (int m = 0; m < per_tile; ++m) {
-      const int it = ti * per_tile + m, c = warp + m * kWarps, b = it % kStages;
-      issue(it + kStages - 1, (it + kStages - 1) % kStages);
+      const int c = warp + m * kWarps;
+      issue(pb);
+      pb = pb + 1 == kStages ? 0 : pb + 1;
       CpAsyncWait<kStages - 1>();
       __syncwarp();
       const uint8_t* rows16 = stage + b * 16 * kW * 16 + ((c * kCb) & 15);
+      b = b + 1 == kStages ? 0 : b + 1;
       const int k0 = c * kChunk;
-      if constexpr (IsIntType<T>()) {
+      if constexpr (IsIntType<T>() && kOne) {
+        ChunkProductInt1<T>(rows16, reinterpret_cast<float*>(table), xq + k0, xs + k0 / kG, 1.0f, lane, acc);
+      } else if constexpr (IsIntType<T>()) {
         ChunkProductInt<T>(rows16, table, xq + tok_b * XqStride(k) + k0, xs0 + k0 / kG, xs1 + k0 / kG, 1.0f, lane, acc);
       } else if constexpr (kHalfX) {
         ChunkProductF8<true>(rows16, xh + tok_b * XqStride(k) + k0, 1.0f, lane, acc);
@@ -157,27 +203,31 @@ bool HalfXFits(int64_t n, int64_t k, size_t max_smem_optin) {
   return SmemBytes<kF8E4M3B128, true>(n, k) + kStaticSmem <= max_smem_optin;
 }
 
-template <int T, bool kHalfX>
+template <int T, bool kHalfX, bool kOne>
 void Configure(size_t max_smem_optin) {
-  INFX_CUDA_CHECK(cudaFuncSetAttribute(QuantGemvMmaKernel<T, kHalfX>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+  INFX_CUDA_CHECK(cudaFuncSetAttribute(QuantGemvMmaKernel<T, kHalfX, kOne>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        static_cast<int>(max_smem_optin - kStaticSmem)));
 }
 
 // One block per tile, at most as many as fit on the device at once (each then loops over tiles).
-template <int T, bool kHalfX>
+template <int T, bool kHalfX, bool kOne = false>
 void Launch(cudaStream_t s, const GemvBatch& batch, int64_t tiles) {
   const size_t smem = SmemBytes<T, kHalfX>(batch.n, batch.k);
-  LaunchDependent(QuantGemvMmaKernel<T, kHalfX>,
-                  PersistentBlocks(QuantGemvMmaKernel<T, kHalfX>, 32 * kWarps, smem, tiles), 32 * kWarps, smem, s,
-                  batch);
+  auto* kernel = QuantGemvMmaKernel<T, kHalfX, kOne>;
+  LaunchDependent(kernel, PersistentBlocks(kernel, 32 * kWarps, smem, tiles), 32 * kWarps, smem, s, batch);
 }
 
 }  // namespace
 
 void ConfigureQuantGemvMma(size_t max_smem_optin) {
-  for (int type : kQuantTypes)
-    ByQuantType(type, [&](auto tc) { Configure<decltype(tc)::value, false>(max_smem_optin); });
-  Configure<kF8E4M3B128, true>(max_smem_optin);
+  for (int type : kQuantTypes) {
+    ByQuantType(type, [&](auto tc) {
+      constexpr int T = decltype(tc)::value;
+      Configure<T, false, false>(max_smem_optin);
+      if constexpr (IsIntType<T>()) Configure<T, false, true>(max_smem_optin);
+    });
+  }
+  Configure<kF8E4M3B128, true, false>(max_smem_optin);
 }
 
 bool QuantGemvMmaFits(int type, int64_t n, int64_t k, int64_t rows, const void* x, const void* w,
@@ -187,7 +237,9 @@ bool QuantGemvMmaFits(int type, int64_t n, int64_t k, int64_t rows, const void* 
   if (k > (int64_t{1} << 24) || rows > (int64_t{1} << 24)) return false;  // 32-bit index math
   return ByQuantType(type, [&](auto tc) {
     constexpr int T = decltype(tc)::value;
-    return (k / kChunk * ChunkBytes<T>()) % 16 == 0 && SmemBytes<T, false>(n, k) + kStaticSmem <= max_smem_optin;
+    const int64_t row_bytes = k / kChunk * ChunkBytes<T>();
+    return row_bytes % 16 == 0 && rows * row_bytes < (int64_t{1} << 32) &&  // byte offsets in 32 bits
+           SmemBytes<T, false>(n, k) + kStaticSmem <= max_smem_optin;
   });
 }
 
@@ -198,7 +250,13 @@ void LaunchQuantGemvMma(cudaStream_t s, GemvBatch batch, size_t max_smem_optin) 
   if (batch.w_type == kF8E4M3B128 && batch.n <= 2 && HalfXFits(batch.n, batch.k, max_smem_optin)) {
     Launch<kF8E4M3B128, true>(s, batch, tiles);
   } else {
-    ByQuantType(batch.w_type, [&](auto tc) { Launch<decltype(tc)::value, false>(s, batch, tiles); });
+    ByQuantType(batch.w_type, [&](auto tc) {
+      constexpr int T = decltype(tc)::value;
+      if constexpr (IsIntType<T>()) {
+        if (batch.n == 1) return Launch<T, false, true>(s, batch, tiles);
+      }
+      Launch<T, false>(s, batch, tiles);
+    });
   }
   INFX_CUDA_CHECK_LAUNCH();
 }

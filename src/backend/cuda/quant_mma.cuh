@@ -384,6 +384,105 @@ __device__ __forceinline__ void ChunkProductInt(const uint8_t* rows16, float2* t
   }
 }
 
+// Whether a type's values carry an offset (value = scale * code - min, min not always zero).
+template <int T>
+__host__ __device__ constexpr bool HasMin() {
+  return !(T == kQ8_0 || T == kIQ4_NL || T == kIQ4_XS);
+}
+
+// The scales and offsets of the scale groups h * G / 2 .. (h + 1) * G / 2 - 1 of a staged chunk row (G groups
+// in the chunk): half the row's groups, as the one-token product's table needs them.
+template <int T>
+__device__ __forceinline__ void HalfGroupScales(const uint8_t* c, int h, float* sc, float* mn) {
+  constexpr int kHalf = kChunk / GroupValues<T>() / 2;
+  if constexpr (T == kQ4_K || T == kQ5_K) {
+    // The four 6-bit scales (mins) of sub-blocks 0..3 are bytes 0..3 (4..7) of the 12 scale bytes, low 6
+    // bits; those of 4..7 are the low (high) nibbles of bytes 8..11 with the top 2 bits of bytes 0..3
+    // (4..7) above them. Four at once, one per byte of a word.
+    const uint32_t w0 = Lds32(c + 4), w1 = Lds32(c + 8), w2 = Lds32(c + 12);
+    const uint32_t s = h == 0 ? (w0 & 0x3F3F3F3Fu) : ((w2 & 0x0F0F0F0Fu) | ((w0 >> 2) & 0x30303030u));
+    const uint32_t m = h == 0 ? (w1 & 0x3F3F3F3Fu) : (((w2 >> 4) & 0x0F0F0F0Fu) | ((w1 >> 2) & 0x30303030u));
+    const float d = HalfAt(c), dmin = HalfAt(c + 2);
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      sc[e] = d * static_cast<float>((s >> (8 * e)) & 0xFFu);
+      mn[e] = dmin * static_cast<float>((m >> (8 * e)) & 0xFFu);
+    }
+  } else {
+#pragma unroll
+    for (int e = 0; e < kHalf; ++e) GroupScale<T>(c, h * kHalf + e, &sc[e], &mn[e]);
+  }
+}
+
+// ChunkProductInt for one token (every B column the same row of x; the decode of one sequence, and every
+// routed expert's row): the warp's table holds each row's group scales already multiplied by the token's
+// dx and the factor, and each row's offsets summed over the chunk (sum of min * dx * sum(xq)) in its last
+// slot, so a scale group costs one multiply-add per row. Only acc[0] and acc[2] (rows g and g + 8, column
+// 2t: all columns are equal) are updated. xs: the token's {dx, dx * sum} at the chunk's first group.
+// Q4_K's odd sub-blocks are the high nibbles of their bytes: they go into the mma masked but not shifted
+// (code * 16, at most 240: an exact u8) and their scales are divided by 16 (exact).
+template <int T>
+__device__ __forceinline__ void ChunkProductInt1(const uint8_t* rows16, float* table, const int8_t* xb,
+                                                 const float2* xs, float factor, int lane, float* acc) {
+  constexpr int kG = GroupValues<T>(), kTs = TableStride<T>(), kW = StageWords<T>(), kGroups = kChunk / kG;
+  constexpr int kHalf = kGroups / 2;
+  constexpr bool kNibbleX16 = T == kQ4_K;
+  const int g = lane >> 2, t = lane & 3;
+  const uint8_t* rg = rows16 + g * kW * 16;  // row g's chunk
+  const uint8_t* rh = rg + 8 * kW * 16;      // row g + 8's
+  {                                          // lane l: row l % 16, groups of half l / 16
+    const int r = lane & 15, h = lane >> 4;
+    float sc[kHalf], mn[kHalf];
+    HalfGroupScales<T>(rows16 + r * kW * 16, h, sc, mn);
+    float low = 0.0f;
+#pragma unroll
+    for (int e = 0; e < kHalf; ++e) {
+      const float2 x = xs[h * kHalf + e];
+      const float f = kNibbleX16 && (e & 1) != 0 ? factor * 0.0625f : factor;
+      table[r * kTs + h * kHalf + e] = f * sc[e] * x.x;
+      if constexpr (HasMin<T>()) low = fmaf(mn[e], x.y, low);
+    }
+    if constexpr (HasMin<T>()) {
+      low += __shfl_xor_sync(0xffffffffu, low, 16);  // the two halves (a + b: the same in both lanes)
+      if (h == 0) table[r * kTs + kGroups] = factor * low;
+    }
+  }
+  __syncwarp();
+  if constexpr (kG == 32) {
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      uint2 wg, wh;
+      if constexpr (kNibbleX16) {
+        const uint32_t mask = (j & 1) != 0 ? 0xF0F0F0F0u : 0x0F0F0F0Fu;
+        const uint2 qg = Lds64(rg + 16 + 32 * (j >> 1) + 8 * t), qh = Lds64(rh + 16 + 32 * (j >> 1) + 8 * t);
+        wg = make_uint2(qg.x & mask, qg.y & mask);
+        wh = make_uint2(qh.x & mask, qh.y & mask);
+      } else {
+        wg = Codes32<T>(rg, j, t);
+        wh = Codes32<T>(rh, j, t);
+      }
+      const uint2 bx = *reinterpret_cast<const uint2*>(xb + 32 * j + 8 * t);
+      int cc[4] = {0, 0, 0, 0};
+      MmaInt32<T == kQ8_0 || T == kIQ4_NL || T == kIQ4_XS>(cc, wg.x, wh.x, wg.y, wh.y, bx.x, bx.y);
+      acc[0] = fmaf(table[g * kTs + j], static_cast<float>(cc[0]), acc[0]);
+      acc[2] = fmaf(table[(g + 8) * kTs + j], static_cast<float>(cc[2]), acc[2]);
+    }
+  } else {
+#pragma unroll
+    for (int gi = 0; gi < 16; ++gi) {
+      const uint32_t bx = *reinterpret_cast<const uint32_t*>(xb + 16 * gi + 4 * t);
+      int cc[4] = {0, 0, 0, 0};
+      MmaInt<false>(cc, Codes16<T>(rg, gi, t), Codes16<T>(rh, gi, t), bx);
+      acc[0] = fmaf(table[g * kTs + gi], static_cast<float>(cc[0]), acc[0]);
+      acc[2] = fmaf(table[(g + 8) * kTs + gi], static_cast<float>(cc[2]), acc[2]);
+    }
+  }
+  if constexpr (HasMin<T>()) {
+    acc[0] -= table[g * kTs + kGroups];
+    acc[2] -= table[(g + 8) * kTs + kGroups];
+  }
+}
+
 // The same for an FP8 chunk (two 132-byte blocks per row): f16 mma with xb an f16 row in shared memory
 // (kHalfX), else bf16 mma with xb a bf16 row in global memory; at the chunk's first value.
 template <bool kHalfX>
