@@ -130,11 +130,12 @@ __global__ void __launch_bounds__(32 * kWarps, 3) QuantGemvMmaKernel(GemvBatch p
   __half* xh = reinterpret_cast<__half*>(act);
   float* xf = reinterpret_cast<float*>(act + static_cast<size_t>(n) * XqStride(k) * 2);
   if constexpr (IsIntType<T>()) {
-    QuantizeActivations<kG>(x, n, k, xq, xs);
+    QuantizeActivations<kG, kOne ? 4 : 1>(x, n, k, xq, xs);
     __syncthreads();
   } else if constexpr (kHalfX) {
     ActivationsToHalf(x, n, k, xh, xf);
   }
+  if (per_tile > 0 && pt < my_tiles) enter_tile(pt);  // the offsets again: their registers served x above
   const int tok0 = min(2 * t, n - 1), tok1 = min(2 * t + 1, n - 1);  // C columns 2t, 2t + 1
   const int tok_b = min(g, n - 1);                                   // B column g
   const float2* xs0 = xs + tok0 * (k / kG);

@@ -224,37 +224,53 @@ __device__ __forceinline__ void E4m3x4ToBf16(uint32_t v, uint32_t* lo, uint32_t*
 }
 
 // Rounds x [n, k] to int8 blocks of 32 in shared memory (integer types), with {dx, dx * sum} per group
-// of G values; a thread takes 8 values.
-template <int G>
+// of G values; a thread takes 8 values at a time. The loads of kBatch rounds are issued before any is
+// used (x comes from L2 or memory: one wait instead of kBatch; more registers while it runs).
+template <int G, int kBatch = 1>
 __device__ __forceinline__ void QuantizeActivations(const bf16* x, int n, int k, int8_t* xq, float2* xs) {
   const int per_token = k / 8;  // a multiple of 32: groups of 4 threads stay inside one 32-value block
+  const int step = static_cast<int>(blockDim.x);
   for (int tk = 0; tk < n; ++tk) {
-    for (int u0 = 0; u0 < per_token; u0 += blockDim.x) {
-      const int u = u0 + static_cast<int>(threadIdx.x);
-      const bool ok = u < per_token;
-      const int v0 = ok ? u * 8 : 0;
-      float v[8];
-      Load8(x + static_cast<int64_t>(tk) * k + v0, v);
-      float amax = 0.0f;
+    const bf16* xt = x + static_cast<int64_t>(tk) * k;
+    for (int u0 = 0; u0 < per_token; u0 += kBatch * step) {
+      uint4 raw[kBatch];
 #pragma unroll
-      for (int e = 0; e < 8; ++e) amax = fmaxf(amax, fabsf(v[e]));
-      amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
-      amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
-      const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
-      uint32_t packed[2] = {0, 0};
-      int sum = 0;
-#pragma unroll
-      for (int e = 0; e < 8; ++e) {
-        const int q = __float2int_rn(v[e] * inv);
-        sum += q;
-        packed[e / 4] |= (static_cast<uint32_t>(q) & 0xFFu) << (8 * (e % 4));
+      for (int r = 0; r < kBatch; ++r) {
+        const int u = u0 + r * step + static_cast<int>(threadIdx.x);
+        if (u0 + r * step < per_token) raw[r] = *reinterpret_cast<const uint4*>(xt + (u < per_token ? u * 8 : 0));
       }
-      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-      if constexpr (G == 32) sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-      if (ok) {
-        *reinterpret_cast<uint2*>(xq + tk * XqStride(k) + v0) = make_uint2(packed[0], packed[1]);
-        const float dx = amax / 127.0f;
-        if ((threadIdx.x & (G / 8 - 1)) == 0) xs[tk * (k / G) + v0 / G] = make_float2(dx, dx * static_cast<float>(sum));
+#pragma unroll
+      for (int r = 0; r < kBatch; ++r) {
+        if (u0 + r * step >= per_token) break;  // the same for the whole block
+        const int u = u0 + r * step + static_cast<int>(threadIdx.x);
+        const bool ok = u < per_token;
+        const int v0 = ok ? u * 8 : 0;
+        float v[8];
+        const bf16* e = reinterpret_cast<const bf16*>(&raw[r]);
+#pragma unroll
+        for (int i = 0; i < 8; ++i) v[i] = __bfloat162float(e[i]);
+        float amax = 0.0f;
+#pragma unroll
+        for (int i = 0; i < 8; ++i) amax = fmaxf(amax, fabsf(v[i]));
+        amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
+        amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
+        const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+        uint32_t packed[2] = {0, 0};
+        int sum = 0;
+#pragma unroll
+        for (int i = 0; i < 8; ++i) {
+          const int q = __float2int_rn(v[i] * inv);
+          sum += q;
+          packed[i / 4] |= (static_cast<uint32_t>(q) & 0xFFu) << (8 * (i % 4));
+        }
+        sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+        if constexpr (G == 32) sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+        if (ok) {
+          *reinterpret_cast<uint2*>(xq + tk * XqStride(k) + v0) = make_uint2(packed[0], packed[1]);
+          const float dx = amax / 127.0f;
+          if ((threadIdx.x & (G / 8 - 1)) == 0)
+            xs[tk * (k / G) + v0 / G] = make_float2(dx, dx * static_cast<float>(sum));
+        }
       }
     }
   }
@@ -390,6 +406,12 @@ __host__ __device__ constexpr bool HasMin() {
   return !(T == kQ8_0 || T == kIQ4_NL || T == kIQ4_XS);
 }
 
+// Byte e of w times f, exactly as static_cast<float>(byte) * f: the byte placed in the mantissa of 2^23
+// (one byte permute) and 2^23 f taken off in the same rounding (f_2p23 = -2^23 f, exact).
+__device__ __forceinline__ float ByteTimes(uint32_t w, int e, float f, float f_2p23) {
+  return fmaf(__uint_as_float(__byte_perm(w, 0x4B000000u, 0x7650u + static_cast<unsigned>(e))), f, f_2p23);
+}
+
 // The scales and offsets of the scale groups h * G / 2 .. (h + 1) * G / 2 - 1 of a staged chunk row (G groups
 // in the chunk): half the row's groups, as the one-token product's table needs them.
 template <int T>
@@ -399,14 +421,16 @@ __device__ __forceinline__ void HalfGroupScales(const uint8_t* c, int h, float* 
     // The four 6-bit scales (mins) of sub-blocks 0..3 are bytes 0..3 (4..7) of the 12 scale bytes, low 6
     // bits; those of 4..7 are the low (high) nibbles of bytes 8..11 with the top 2 bits of bytes 0..3
     // (4..7) above them. Four at once, one per byte of a word.
-    const uint32_t w0 = Lds32(c + 4), w1 = Lds32(c + 8), w2 = Lds32(c + 12);
+    const uint4 head = *reinterpret_cast<const uint4*>(c);  // f16 d, f16 dmin, 12 scale bytes
+    const uint32_t w0 = head.y, w1 = head.z, w2 = head.w;
     const uint32_t s = h == 0 ? (w0 & 0x3F3F3F3Fu) : ((w2 & 0x0F0F0F0Fu) | ((w0 >> 2) & 0x30303030u));
     const uint32_t m = h == 0 ? (w1 & 0x3F3F3F3Fu) : (((w2 >> 4) & 0x0F0F0F0Fu) | ((w1 >> 2) & 0x30303030u));
-    const float d = HalfAt(c), dmin = HalfAt(c + 2);
+    const float2 dm = __half22float2(*reinterpret_cast<const __half2*>(&head.x));
+    const float d_off = -8388608.0f * dm.x, m_off = -8388608.0f * dm.y;
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      sc[e] = d * static_cast<float>((s >> (8 * e)) & 0xFFu);
-      mn[e] = dmin * static_cast<float>((m >> (8 * e)) & 0xFFu);
+      sc[e] = ByteTimes(s, e, dm.x, d_off);
+      mn[e] = ByteTimes(m, e, dm.y, m_off);
     }
   } else {
 #pragma unroll
@@ -414,17 +438,27 @@ __device__ __forceinline__ void HalfGroupScales(const uint8_t* c, int h, float* 
   }
 }
 
+// Floats per row of the one-token product's table: the row's group scales, its summed offsets, padding to
+// 16 bytes (rows 48 or 80 bytes apart: the 8 rows a warp reads at once fall in different banks).
+template <int T>
+__host__ __device__ constexpr int Table1Stride() {
+  return kChunk / GroupValues<T>() + 4;
+}
+static_assert(16 * Table1Stride<kQ4_K>() <= 2 * 16 * TableStride<kQ4_K>() &&
+                  16 * Table1Stride<kQ6_K>() <= 2 * 16 * TableStride<kQ6_K>(),
+              "the one-token table fits the warp's table space");
+
 // ChunkProductInt for one token (every B column the same row of x; the decode of one sequence, and every
 // routed expert's row): the warp's table holds each row's group scales already multiplied by the token's
-// dx and the factor, and each row's offsets summed over the chunk (sum of min * dx * sum(xq)) in its last
-// slot, so a scale group costs one multiply-add per row. Only acc[0] and acc[2] (rows g and g + 8, column
-// 2t: all columns are equal) are updated. xs: the token's {dx, dx * sum} at the chunk's first group.
-// Q4_K's odd sub-blocks are the high nibbles of their bytes: they go into the mma masked but not shifted
-// (code * 16, at most 240: an exact u8) and their scales are divided by 16 (exact).
+// dx and the factor, and each row's offsets summed over the chunk (sum of min * dx * sum(xq)) after them,
+// so a scale group costs one multiply-add per row. Only acc[0] and acc[2] (rows g and g + 8, column 2t:
+// all columns are equal) are updated. xs: the token's {dx, dx * sum} at the chunk's first group (16-byte
+// aligned). Q4_K's odd sub-blocks are the high nibbles of their bytes: they go into the mma masked but not
+// shifted (code * 16, at most 240: an exact u8) and their scales are divided by 16 (exact).
 template <int T>
 __device__ __forceinline__ void ChunkProductInt1(const uint8_t* rows16, float* table, const int8_t* xb,
                                                  const float2* xs, float factor, int lane, float* acc) {
-  constexpr int kG = GroupValues<T>(), kTs = TableStride<T>(), kW = StageWords<T>(), kGroups = kChunk / kG;
+  constexpr int kG = GroupValues<T>(), kTs = Table1Stride<T>(), kW = StageWords<T>(), kGroups = kChunk / kG;
   constexpr int kHalf = kGroups / 2;
   constexpr bool kNibbleX16 = T == kQ4_K;
   const int g = lane >> 2, t = lane & 3;
@@ -436,11 +470,18 @@ __device__ __forceinline__ void ChunkProductInt1(const uint8_t* rows16, float* t
     HalfGroupScales<T>(rows16 + r * kW * 16, h, sc, mn);
     float low = 0.0f;
 #pragma unroll
-    for (int e = 0; e < kHalf; ++e) {
-      const float2 x = xs[h * kHalf + e];
-      const float f = kNibbleX16 && (e & 1) != 0 ? factor * 0.0625f : factor;
-      table[r * kTs + h * kHalf + e] = f * sc[e] * x.x;
-      if constexpr (HasMin<T>()) low = fmaf(mn[e], x.y, low);
+    for (int e = 0; e < kHalf; e += 4) {
+      const float4 xa = *reinterpret_cast<const float4*>(xs + h * kHalf + e);
+      const float4 xb4 = *reinterpret_cast<const float4*>(xs + h * kHalf + e + 2);
+      const float dx[4] = {xa.x, xa.z, xb4.x, xb4.z}, dsum[4] = {xa.y, xa.w, xb4.y, xb4.w};
+      float v[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const float f = kNibbleX16 && ((e + i) & 1) != 0 ? factor * 0.0625f : factor;
+        v[i] = f * sc[e + i] * dx[i];
+        if constexpr (HasMin<T>()) low = fmaf(mn[e + i], dsum[i], low);
+      }
+      *reinterpret_cast<float4*>(table + r * kTs + h * kHalf + e) = make_float4(v[0], v[1], v[2], v[3]);
     }
     if constexpr (HasMin<T>()) {
       low += __shfl_xor_sync(0xffffffffu, low, 16);  // the two halves (a + b: the same in both lanes)
@@ -448,6 +489,11 @@ __device__ __forceinline__ void ChunkProductInt1(const uint8_t* rows16, float* t
     }
   }
   __syncwarp();
+  // Rows g's and g + 8's scales, four groups at a time.
+  const float* tg_row = table + g * kTs;
+  const float* th_row = table + (g + 8) * kTs;
+  float4 tg, th;
+  auto scale = [](const float4& v, int i) { return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w; };
   if constexpr (kG == 32) {
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
@@ -464,8 +510,12 @@ __device__ __forceinline__ void ChunkProductInt1(const uint8_t* rows16, float* t
       const uint2 bx = *reinterpret_cast<const uint2*>(xb + 32 * j + 8 * t);
       int cc[4] = {0, 0, 0, 0};
       MmaInt32<T == kQ8_0 || T == kIQ4_NL || T == kIQ4_XS>(cc, wg.x, wh.x, wg.y, wh.y, bx.x, bx.y);
-      acc[0] = fmaf(table[g * kTs + j], static_cast<float>(cc[0]), acc[0]);
-      acc[2] = fmaf(table[(g + 8) * kTs + j], static_cast<float>(cc[2]), acc[2]);
+      if (j % 4 == 0) {
+        tg = *reinterpret_cast<const float4*>(tg_row + j);
+        th = *reinterpret_cast<const float4*>(th_row + j);
+      }
+      acc[0] = fmaf(scale(tg, j % 4), static_cast<float>(cc[0]), acc[0]);
+      acc[2] = fmaf(scale(th, j % 4), static_cast<float>(cc[2]), acc[2]);
     }
   } else {
 #pragma unroll
@@ -473,13 +523,17 @@ __device__ __forceinline__ void ChunkProductInt1(const uint8_t* rows16, float* t
       const uint32_t bx = *reinterpret_cast<const uint32_t*>(xb + 16 * gi + 4 * t);
       int cc[4] = {0, 0, 0, 0};
       MmaInt<false>(cc, Codes16<T>(rg, gi, t), Codes16<T>(rh, gi, t), bx);
-      acc[0] = fmaf(table[g * kTs + gi], static_cast<float>(cc[0]), acc[0]);
-      acc[2] = fmaf(table[(g + 8) * kTs + gi], static_cast<float>(cc[2]), acc[2]);
+      if (gi % 4 == 0) {
+        tg = *reinterpret_cast<const float4*>(tg_row + gi);
+        th = *reinterpret_cast<const float4*>(th_row + gi);
+      }
+      acc[0] = fmaf(scale(tg, gi % 4), static_cast<float>(cc[0]), acc[0]);
+      acc[2] = fmaf(scale(th, gi % 4), static_cast<float>(cc[2]), acc[2]);
     }
   }
   if constexpr (HasMin<T>()) {
-    acc[0] -= table[g * kTs + kGroups];
-    acc[2] -= table[(g + 8) * kTs + kGroups];
+    acc[0] -= tg_row[kGroups];
+    acc[2] -= th_row[kGroups];
   }
 }
 
