@@ -67,14 +67,18 @@ __device__ __forceinline__ uint32_t Lds32Unaligned(const uint8_t* p) {
   const uint32_t* w = reinterpret_cast<const uint32_t*>(a & ~uintptr_t{3});
   return __funnelshift_r(w[0], w[1], static_cast<unsigned>(a & 3u) * 8u);
 }
-// 8 bytes at an address that is only 2-byte aligned, as two words.
-__device__ __forceinline__ uint2 Lds64Unaligned(const uint8_t* p) {
-  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
-  const uint32_t* w = reinterpret_cast<const uint32_t*>(a & ~uintptr_t{3});
-  const unsigned sh = static_cast<unsigned>(a & 3u) * 8u;
-  return make_uint2(__funnelshift_r(w[0], w[1], sh), __funnelshift_r(w[1], w[2], sh));
-}
 __device__ __forceinline__ uint2 Lds64(const uint8_t* p) { return *reinterpret_cast<const uint2*>(p); }
+// 8 (4) bytes at base + off, base 4-byte aligned, off even and known when the code is compiled (an unrolled
+// loop's constant): aligned words, or two byte permutes of three words; no run-time shift.
+__device__ __forceinline__ uint2 Lds64At(const uint8_t* base, int off) {
+  const uint32_t* w = reinterpret_cast<const uint32_t*>(base + (off & ~3));
+  if ((off & 3) == 0) return make_uint2(w[0], w[1]);
+  return make_uint2(__byte_perm(w[0], w[1], 0x5432), __byte_perm(w[1], w[2], 0x5432));
+}
+__device__ __forceinline__ uint32_t Lds32At(const uint8_t* base, int off) {
+  const uint32_t* w = reinterpret_cast<const uint32_t*>(base + (off & ~3));
+  return (off & 3) == 0 ? w[0] : __byte_perm(w[0], w[1], 0x5432);
+}
 __device__ __forceinline__ float HalfAt(const uint8_t* p) {
   return __half2float(__ushort_as_half(*reinterpret_cast<const unsigned short*>(p)));
 }
@@ -110,30 +114,32 @@ __device__ __forceinline__ void MmaInt32(int* c, uint32_t a0, uint32_t a1, uint3
 
 // The 8 integer codes (unsigned, before the type's offset; Q8_0 and the IQ4 table values: signed) at values 8t..8t+7 of
 // 32-value sub-block j (0..7) of a staged chunk `c` (256 values of one row), for the types with 32-value groups.
+// Their chunks are whole 16-byte words, so `c` is 16-byte aligned and each block's offset decides at
+// compile time how its bytes fall on words.
 template <int T>
 __device__ __forceinline__ uint2 Codes32(const uint8_t* c, int j, int t) {
   if constexpr (T == kQ8_0) {
-    return Lds64Unaligned(c + 34 * j + 2 + 8 * t);
+    return Lds64At(c + 8 * t, 34 * j + 2);
   } else if constexpr (T == kQ4_0) {  // values 0..15: low nibbles of bytes 0..15; 16..31: high nibbles
-    const uint2 q = Lds64Unaligned(c + 18 * j + 2 + 8 * (t & 1));
+    const uint2 q = Lds64At(c + 8 * (t & 1), 18 * j + 2);
     const int sh = 4 * (t >> 1);
     return make_uint2((q.x >> sh) & 0x0F0F0F0Fu, (q.y >> sh) & 0x0F0F0F0Fu);
   } else if constexpr (T == kQ4_1) {
-    const uint2 q = Lds64Unaligned(c + 20 * j + 4 + 8 * (t & 1));
+    const uint2 q = Lds64At(c + 8 * (t & 1), 20 * j + 4);
     const int sh = 4 * (t >> 1);
     return make_uint2((q.x >> sh) & 0x0F0F0F0Fu, (q.y >> sh) & 0x0F0F0F0Fu);
   } else if constexpr (T == kQ5_0 || T == kQ5_1) {  // nibbles as Q4_0, fifth bit i of the block's qh word
     constexpr int kHead = T == kQ5_0 ? 2 : 4;
-    const uint8_t* b = c + (kHead + 20) * j;
-    const uint2 q = Lds64Unaligned(b + kHead + 4 + 8 * (t & 1));
-    const uint32_t qh = Lds32Unaligned(b + kHead) >> (8 * t);
+    const int b = (kHead + 20) * j;
+    const uint2 q = Lds64At(c + 8 * (t & 1), b + kHead + 4);
+    const uint32_t qh = Lds32At(c, b + kHead) >> (8 * t);
     const int sh = 4 * (t >> 1);
     // Bit e of a 4-bit field to bit 4 of byte e (the shifted copies do not overlap: no carries).
     const uint32_t h0 = ((qh & 0xFu) * 0x00204081u & 0x01010101u) << 4;
     const uint32_t h1 = (((qh >> 4) & 0xFu) * 0x00204081u & 0x01010101u) << 4;
     return make_uint2(((q.x >> sh) & 0x0F0F0F0Fu) | h0, ((q.y >> sh) & 0x0F0F0F0Fu) | h1);
   } else if constexpr (T == kIQ4_NL || T == kIQ4_XS) {  // table values of nibbles laid out as Q4_0
-    const uint2 q = T == kIQ4_NL ? Lds64Unaligned(c + 18 * j + 2 + 8 * (t & 1)) : Lds64(c + 8 + 16 * j + 8 * (t & 1));
+    const uint2 q = T == kIQ4_NL ? Lds64At(c + 8 * (t & 1), 18 * j + 2) : Lds64(c + 8 + 16 * j + 8 * (t & 1));
     const int sh = 4 * (t >> 1);
     return make_uint2(Iq4Lookup((q.x >> sh) & 0x0F0F0F0Fu), Iq4Lookup((q.y >> sh) & 0x0F0F0F0Fu));
   } else if constexpr (T == kQ4_K) {
