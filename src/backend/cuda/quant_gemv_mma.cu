@@ -96,8 +96,7 @@ __global__ void __launch_bounds__(32 * kWarps, 3) QuantGemvMmaKernel(GemvBatch p
   auto issue = [&](int b) {
     if (per_tile > 0 && pt < my_tiles) {
       const uint32_t start = static_cast<uint32_t>(warp + pm * kWarps) * kCb, a0 = start & ~15u;
-      const uint32_t words = (((start + kCb + 15) & ~15u) - a0) / 16;  // kCb % 16 != 0: 1 or 2 more
-      (void)words;
+      const uint32_t words = (((start + kCb + 15) & ~15u) - a0) / 16;  // read when kCb % 16 != 0
       uint8_t* dst = stage + b * 16 * kW * 16;
 #pragma unroll
       for (int s = 0; s < kSlots; ++s) {
@@ -105,6 +104,7 @@ __global__ void __launch_bounds__(32 * kWarps, 3) QuantGemvMmaKernel(GemvBatch p
         bool copy;
         if constexpr (kCb % 16 == 0) {
           copy = (valid >> s) & 1u;
+          (void)words;
         } else {
           copy = i < 16 * kW && static_cast<uint32_t>(i % kW) < words;
         }
