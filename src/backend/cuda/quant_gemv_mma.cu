@@ -32,7 +32,7 @@ using namespace qmma;  // NOLINT: the building blocks of this kernel family
 // kHalfX (FP8 only): x in shared memory as f16 (ActivationsToHalf); else x read as bf16 from global memory.
 // kOne (integer types): one token, ChunkProductInt1.
 template <int T, bool kHalfX, bool kOne>
-__global__ void __launch_bounds__(32 * kWarps, 3) QuantGemvMmaKernel(GemvBatch p) {
+__global__ void __launch_bounds__(32 * kWarps, kOne || !IsIntType<T>() ? 3 : 2) QuantGemvMmaKernel(GemvBatch p) {
   extern __shared__ __align__(16) uint8_t smem[];
   AllowDependentLaunch();  // the next kernel may get ready; it waits for this one's results
   const int k = static_cast<int>(p.k), n = kOne ? 1 : static_cast<int>(p.n);
@@ -130,7 +130,7 @@ __global__ void __launch_bounds__(32 * kWarps, 3) QuantGemvMmaKernel(GemvBatch p
   __half* xh = reinterpret_cast<__half*>(act);
   float* xf = reinterpret_cast<float*>(act + static_cast<size_t>(n) * XqStride(k) * 2);
   if constexpr (IsIntType<T>()) {
-    QuantizeActivations<kG, kOne ? 4 : 1>(x, n, k, xq, xs);
+    QuantizeActivations<kG, 4>(x, n, k, xq, xs);
     __syncthreads();
   } else if constexpr (kHalfX) {
     ActivationsToHalf(x, n, k, xh, xf);
