@@ -9,14 +9,17 @@
 // per scale group, and each sum is scaled in f32: acc += dx * (d_w * sum(q * xq) - min_w * sum(xq)), where
 // min_w is the type's offset (Q4_0: 8 d, Q5_0: 16 d, Q3_K: 4 d, Q6_K: 32 d), minus the block's m (Q4_1,
 // Q5_1) or the K-quant's sub-block minimum; the codes are unsigned except for Q8_0 and the IQ4 types
-// (their 4-bit codes looked up in the value table).
+// (their 4-bit codes looked up in the value table). For one token (kOne: the decode of one sequence),
+// every warp first folds dx into its chunk's scale table and sums each row's offsets over the chunk, so a
+// scale group then costs one multiply-add per row (ChunkProductInt1).
 // FP8 (f8_e4m3_b128): E4M3 codes convert exactly to f16; x goes to shared memory as f16 times a power
 // of two (exact) for one or two tokens and f16 mma.sync runs, else bf16 mma.sync with x read as it is;
 // each 128-value block's f32 sum is scaled by its block scale.
 //
 // A thread block owns 16 rows (one mma tile) at a time; its 8 warps take turns over chunks of 256 values.
-// A warp stages the 16 rows' packed bytes of a chunk in shared memory with 16-byte cp.async copies and
-// decodes its mma fragments from there; the scales of the chunk's 16 rows are decoded once into a table.
+// A warp stages the 16 rows' packed bytes of a chunk in shared memory with 16-byte cp.async copies (each
+// lane's copy offsets computed once per tile) and decodes its mma fragments from there; the scales of the
+// chunk's 16 rows are decoded once into a table.
 // The grid holds as many blocks as fit on the device, each looping over tiles, and a warp's chunks run
 // through one pipeline of two or three buffers across tiles (the next chunks load while one is computed).
 // The k order inside a mma step is permuted as in gemv.cu (thread (g, t) supplies consecutive values of
