@@ -16,8 +16,10 @@
 #             each way of fusing the norms, q8_0, q4_k, f8_e4m3_b128) at 1 and 8 tokens
 #   sanitize  compute-sanitizer memcheck over the gpu tests
 # Logs go to $OUT. Optional, carried in .deps/ (ignored by git): src.tar.gz (a `git archive` of the
-# commit under test, built instead of the working tree), include/ + lib/ (PCRE2, utf8proc) and a
-# zstd wrapper, for machines that lack them.
+# commit under test, built instead of the working tree, whose models/ and tests/fixtures/ it takes;
+# $SRC_TAR names another archive), include/ + lib/ (PCRE2, utf8proc) and a zstd wrapper, for machines
+# that lack them. $BUILD (default /tmp/build) is the build folder; BUILD_ONLY=1 stops after the build
+# (bench/cuda/ab_run.sh builds two trees that way).
 set -uo pipefail
 ROOT=$PWD
 OUT=${OUT:-/tmp/infernix-out}
@@ -36,15 +38,21 @@ if [ -d "$DEPS" ]; then
   command -v zstd >/dev/null || export PATH=$DEPS/bin:$PATH
 fi
 SRC=$ROOT
-if [ -f "$DEPS/src.tar.gz" ]; then
-  SRC=/tmp/src
-  rm -rf $SRC && mkdir -p $SRC/tests && tar -xzf "$DEPS/src.tar.gz" -C $SRC
-  cp -r "$ROOT/models" $SRC/ && cp -r "$ROOT/tests/fixtures" $SRC/tests/
+SRC_TAR=${SRC_TAR:-$DEPS/src.tar.gz}
+BUILD=${BUILD:-/tmp/build}
+if [ -f "$SRC_TAR" ]; then
+  SRC=$BUILD-src
+  # Extracted again only when the archive changed (new files' times would rebuild everything).
+  sum=$(md5sum < "$SRC_TAR")
+  if [ "$(cat "$SRC/.archive-sum" 2>/dev/null)" != "$sum" ]; then
+    rm -rf "$SRC" && mkdir -p "$SRC/tests" && tar -xzf "$SRC_TAR" -C "$SRC"
+    cp -r "$ROOT/models" "$SRC/" && cp -r "$ROOT/tests/fixtures" "$SRC/tests/"
+    echo "$sum" > "$SRC/.archive-sum"
+  fi
 fi
-BUILD=/tmp/build
 # A machine kept warm between calls still has the last build: start over when it was of another tree.
-if [ -f $BUILD/CMakeCache.txt ] && ! grep -qx "CMAKE_HOME_DIRECTORY:INTERNAL=$SRC" $BUILD/CMakeCache.txt; then
-  rm -rf $BUILD
+if [ -f "$BUILD"/CMakeCache.txt ] && ! grep -qx "CMAKE_HOME_DIRECTORY:INTERNAL=$SRC" "$BUILD"/CMakeCache.txt; then
+  rm -rf "$BUILD"
 fi
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv > "$OUT/gpu.txt" 2>&1
 cat "$OUT/gpu.txt"
@@ -52,7 +60,7 @@ cat "$OUT/gpu.txt"
 bench=OFF
 case " $* " in *" gemvbench "*) bench=ON ;; esac
 echo "== configure"
-cmake -S $SRC -B $BUILD -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DINFERNIX_CUDA_ARCHITECTURES=90 \
+cmake -S "$SRC" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DINFERNIX_CUDA_ARCHITECTURES=90 \
   -DINFERNIX_BUILD_BENCH=$bench -DINFERNIX_CUDA_PTXAS_VERBOSE=ON > "$OUT/configure.log" 2>&1 ||
   { tail -40 "$OUT/configure.log"; exit 1; }
 echo "== build"
@@ -60,12 +68,13 @@ start=$(date +%s)
 targets="backend_cuda_test gpu_model_test infernix"
 case " $* " in *" gemvbench "*) targets="$targets gemv_bench" ;; esac
 # shellcheck disable=SC2086  # the targets are meant to split
-ninja -C $BUILD -j"$JOBS" -k 0 $targets > "$OUT/build.log" 2>&1 ||
+ninja -C "$BUILD" -j"$JOBS" -k 0 $targets > "$OUT/build.log" 2>&1 ||
   { grep -E -A12 "error|FAILED" "$OUT/build.log" | head -80; }
 echo "build: $(( $(date +%s) - start )) s"
 grep -E "registers|spill" "$OUT/build.log" | sort | uniq -c | sort -rn | head -5
+[ -n "${BUILD_ONLY:-}" ] && exit 0
 run_test() {  # name, timeout
-  (cd $BUILD && timeout "$2" ./$(find . -name "$1" -type f -perm -u+x | head -1) --gtest_brief=1 > "$OUT/$1.log" 2>&1)
+  (cd "$BUILD" && timeout "$2" ./$(find . -name "$1" -type f -perm -u+x | head -1) --gtest_brief=1 > "$OUT/$1.log" 2>&1)
   echo "$1: exit $?"
   grep -E "Failure|FAILED|metric|Skipped|PASSED|SKIPPED|rror|Expected|Which is|Value of" "$OUT/$1.log" | head -${3:-80}
 }
@@ -75,19 +84,19 @@ for step in "$@"; do
     models) echo "== model tests"; run_test gpu_model_test 170 ;;
     bench)
       echo "== bench"
-      timeout 150 $BUILD/bin/infernix bench --model $SRC/bench/configs/qwen3-8b.json --dummy-weights --backend cuda \
+      timeout 150 "$BUILD"/bin/infernix bench --model "$SRC"/bench/configs/qwen3-8b.json --dummy-weights --backend cuda \
         -p 4096 -n 128 -b 1,2,4,8 --json "$OUT/bench.json" 2>&1 | tee "$OUT/bench.log" ;;
     qbench)
       echo "== bench, quantized dummy weights"
       for q in ${QUANTS:-q8_0 q4_k}; do
-        timeout 150 $BUILD/bin/infernix bench --model $SRC/bench/configs/qwen3-8b.json --dummy-weights --backend cuda \
+        timeout 150 "$BUILD"/bin/infernix bench --model "$SRC"/bench/configs/qwen3-8b.json --dummy-weights --backend cuda \
           --dummy-quant $q -p 512 -n 64 -b 1,8 -r 1 --json "$OUT/bench_$q.json" 2>&1 | tee "$OUT/bench_$q.log"
       done ;;
     moebench)
       echo "== bench, MoE models"
       for run in ${MOE_RUNS:-qwen3-30b-a3b:q4_k qwen3-30b-a3b:f8_e4m3_b128 qwen3-next-80b-a3b:f8_e4m3_b128}; do
         cfg=${run%%:*} q=${run##*:}
-        timeout 280 $BUILD/bin/infernix bench --model $SRC/bench/configs/$cfg.json --dummy-weights --backend cuda \
+        timeout 280 "$BUILD"/bin/infernix bench --model "$SRC"/bench/configs/$cfg.json --dummy-weights --backend cuda \
           --dummy-quant $q -p 64 -n 32 -b 1,8 -r 1 --json "$OUT/bench_${cfg}_$q.json" 2>&1 | tee "$OUT/bench_${cfg}_$q.log"
       done ;;
     hybrid)
@@ -97,7 +106,7 @@ for step in "$@"; do
         cfg=${args%%:*}
         echo "-- $cfg ${args#*:}"
         # shellcheck disable=SC2086  # the arguments are meant to split
-        timeout 290 $BUILD/bin/infernix bench --model $SRC/bench/configs/$cfg.json --dummy-weights --backend cuda \
+        timeout 290 "$BUILD"/bin/infernix bench --model "$SRC"/bench/configs/$cfg.json --dummy-weights --backend cuda \
           -n 32 -r 1 ${args#*:} 2>&1 | tee -a "$OUT/hybrid.log" | grep -E "GPU busy|^\| |prefilled|device:"
       done ;;
     ncu)
@@ -105,7 +114,7 @@ for step in "$@"; do
       NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
       timeout 240 $NCU --clock-control none --graph-profiling node --launch-skip "${NCU_SKIP:-4000}" \
         --launch-count "${NCU_COUNT:-600}" --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum \
-        --csv --print-units base $BUILD/bin/infernix bench --model $SRC/bench/configs/${NCU_MODEL:-qwen3-8b}.json \
+        --csv --print-units base "$BUILD"/bin/infernix bench --model "$SRC"/bench/configs/${NCU_MODEL:-qwen3-8b}.json \
         --dummy-weights --backend cuda -p 1 -n 32 -b 1 -r 1 ${NCU_ARGS:-} > "$OUT/ncu${NCU_TAG:-}.csv" 2> "$OUT/ncu${NCU_TAG:-}.err"
       echo "ncu: exit $?"; tail -3 "$OUT/ncu${NCU_TAG:-}.err"
       python3 "$ROOT/bench/cuda/ncu_summary.py" "$OUT/ncu${NCU_TAG:-}.csv" ;;
@@ -115,13 +124,13 @@ for step in "$@"; do
         flags=${t#*:}
         [ "$flags" = "$t" ] && flags=""
         # shellcheck disable=SC2086  # the extra flags are meant to split
-        timeout 200 $BUILD/bin/gemv_bench --type ${t%%:*} --tokens 1,8 $flags 2>&1 | tee -a "$OUT/gemv_bench.log"
+        timeout 200 "$BUILD"/bin/gemv_bench --type ${t%%:*} --tokens 1,8 $flags 2>&1 | tee -a "$OUT/gemv_bench.log"
       done ;;
     sanitize)
       echo "== compute-sanitizer memcheck"
       for t in backend_cuda_test:${SANITIZE_OPS_S:-280} gpu_model_test:${SANITIZE_MODELS_S:-150}; do
         name=${t%%:*}
-        (cd $BUILD && timeout "${t##*:}" compute-sanitizer --tool memcheck --print-limit 20 \
+        (cd "$BUILD" && timeout "${t##*:}" compute-sanitizer --tool memcheck --print-limit 20 \
           ./$(find . -name "$name" -type f -perm -u+x | head -1) --gtest_brief=1 > "$OUT/sanitize_$name.log" 2>&1)
         echo "sanitize $name: exit $?"
         grep -E "ERROR SUMMARY|PASSED|FAILED|Invalid|out of bounds" "$OUT/sanitize_$name.log" | head -8

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# A/B comparison on the GPU machine in one call (docs/cuda.md): the baseline commit, carried as
+# .deps/base.tar.gz, and the tree under test (the working tree, or .deps/src.tar.gz) are built side by
+# side, then device_run.sh's steps run with each, alternating base and test for $AB_ROUNDS rounds
+# (default 2), so that both see the same machine, clocks and warm-up: run-to-run differences between
+# calls (a few percent) then no longer hide a change's effect. Logs under $OUT/base-N and $OUT/test-N.
+# Make the baseline here first (without the models and fixtures, which come from the working tree: the
+# carried folders hold 64 MiB in all), then carry .deps:
+#   git archive --format=tar.gz -o .deps/base.tar.gz REV -- . ':!models' ':!tests/fixtures'
+#   bash bench/cuda/ab_run.sh gemvbench qbench      (the same environment variables as device_run.sh)
+set -uo pipefail
+ROOT=$PWD
+OUT=${OUT:-/tmp/infernix-out}
+DEPS=$ROOT/.deps
+RUN=$ROOT/bench/cuda/device_run.sh
+if [ ! -f "$DEPS/base.tar.gz" ]; then
+  echo "ab_run.sh: no baseline: git archive --format=tar.gz -o .deps/base.tar.gz REV -- . ':!models'" \
+    "':!tests/fixtures', and carry .deps" >&2
+  exit 2
+fi
+if (($# == 0)); then
+  echo "usage: bench/cuda/ab_run.sh STEP... (device_run.sh's steps)" >&2
+  exit 2
+fi
+mkdir -p "$OUT"
+echo "== building the baseline and the tree under test"
+SRC_TAR=$DEPS/base.tar.gz BUILD=/tmp/build-base OUT=$OUT/base-build JOBS=8 BUILD_ONLY=1 bash "$RUN" "$@" \
+  > "$OUT/base-build.txt" 2>&1 &
+OUT=$OUT/test-build JOBS=8 BUILD_ONLY=1 bash "$RUN" "$@" > "$OUT/test-build.txt" 2>&1 &
+wait
+for side in base test; do
+  echo "-- $side"
+  grep -E "^build:|error|FAILED" "$OUT/$side-build.txt" | head -20
+done
+for round in $(seq 1 "${AB_ROUNDS:-2}"); do
+  echo "== round $round: base"
+  SRC_TAR=$DEPS/base.tar.gz BUILD=/tmp/build-base OUT=$OUT/base-$round bash "$RUN" "$@" 2>&1 | grep -v "^== build\|^build:"
+  echo "== round $round: test"
+  OUT=$OUT/test-$round bash "$RUN" "$@" 2>&1 | grep -v "^== build\|^build:"
+done
