@@ -7,14 +7,19 @@
 //   broad: N(0, 2.5), high entropy (at T = 1 the 0.95 nucleus holds ~30k tokens);
 //   flat:  N(0, 0.5), nearly uniform (the nucleus spans most of the vocabulary): the worst case for
 //          top-p without top-k.
+// BM_StepOfSequences: one decode step's sampling for several sequences (each its own sampler and logits
+// row, top_k = 20, top_p = 0.95, T = 0.7), on a pool of 1, 2, 4 or 8 threads as the engine spreads them
+// (EngineOptions::sampling_threads); time per step.
 // Flags are Google Benchmark's (--benchmark_filter=..., --benchmark_min_time=...).
+#include <benchmark/benchmark.h>
+
 #include <cstring>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
-#include <benchmark/benchmark.h>
-
+#include "base/thread_pool.h"
 #include "engine/sampling.h"
 
 namespace infernix {
@@ -149,6 +154,29 @@ BENCHMARK_CAPTURE(BM_MinP005, flat, Flat);
 // No filters: temperature 0.8 over the whole vocabulary.
 void BM_TemperatureOnly(benchmark::State& state) { Run(state, Params(0.8, 0, 1), Model()); }
 BENCHMARK(BM_TemperatureOnly);
+
+void BM_StepOfSequences(benchmark::State& state) {
+  const auto rows = static_cast<size_t>(state.range(0));
+  ThreadPool pool(static_cast<size_t>(state.range(1)));
+  std::vector<std::unique_ptr<Sampler>> samplers;
+  std::vector<std::vector<float>> scratch(rows, std::vector<float>(kVocab));
+  for (size_t i = 0; i < rows; ++i) {
+    Setup s = Params(0.7, 20, 0.95);
+    s.params.seed = 1 + i;
+    samplers.push_back(std::make_unique<Sampler>(s.params, kVocab, s.prompt));
+  }
+  std::vector<SampleResult> picked(rows);
+  for (auto _ : state) {
+    pool.ParallelFor(rows, 1, [&](size_t begin, size_t end) {
+      for (size_t i = begin; i < end; ++i) {
+        std::memcpy(scratch[i].data(), Model().data(), kVocab * sizeof(float));
+        picked[i] = samplers[i]->Sample(scratch[i], {});
+      }
+    });
+    benchmark::DoNotOptimize(picked.data());
+  }
+}
+BENCHMARK(BM_StepOfSequences)->ArgsProduct({{8}, {1, 2, 4, 8}})->UseRealTime()->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace infernix

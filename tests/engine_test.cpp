@@ -47,8 +47,10 @@ class EngineTest : public ::testing::Test {
     model_ = LoadModel(*files_, *backend_);
     tokenizer_ = Tokenizer::Load(*files_);
   }
-  std::unique_ptr<Engine> MakeEngine(int slots, size_t queue, int64_t context = 512, int64_t chunk = 7) {
+  std::unique_ptr<Engine> MakeEngine(int slots, size_t queue, int64_t context = 512, int64_t chunk = 7,
+                                     int sampling_threads = 0) {
     EngineOptions o;
+    o.sampling_threads = sampling_threads;
     o.max_slots = slots;
     o.max_queue = queue;
     o.max_context = context;
@@ -98,6 +100,64 @@ TEST_F(EngineTest, ConcurrentRequestsEqualGreedyGenerationAlone) {
   EngineStats st = engine->Stats();
   EXPECT_EQ(st.requests_finished, 6u);
   EXPECT_EQ(st.generated_tokens, 6u * 6 + 15);
+}
+
+// The sequences of a step sample at once on several threads: seeded requests with top-k / top-p,
+// penalties and logprobs give the same tokens, logprobs and text whatever the number of threads, and
+// the same as each request alone (one slot: the requests run one after another).
+TEST_F(EngineTest, SampledConcurrentRequestsDoNotDependOnTheSamplingThreads) {
+  auto run = [&](int slots, int threads) {
+    auto engine = MakeEngine(slots, 16, 512, 7, threads);
+    std::vector<std::shared_ptr<RequestHandle>> handles;
+    for (int i = 0; i < 6; ++i) {
+      GenerationRequest r;
+      r.prompt = Prompt(i);
+      r.max_new_tokens = 12;
+      r.sampling.temperature = 1.3;
+      r.sampling.top_k = 40;
+      r.sampling.top_p = 0.9;
+      r.sampling.presence_penalty = 0.5;
+      r.sampling.logprobs = true;
+      r.sampling.top_logprobs = 3;
+      r.sampling.seed = 1000 + static_cast<uint64_t>(i);
+      Submission s = engine->Submit(std::move(r));
+      EXPECT_EQ(s.status, SubmitStatus::kAccepted) << s.message;
+      handles.push_back(s.handle);
+    }
+    std::vector<std::pair<Collected, std::vector<float>>> out;
+    for (auto& h : handles) {
+      Collected c;
+      std::vector<float> logprobs;
+      RequestUpdate u;
+      while (!c.final_update.finished) {
+        if (!h->Wait(&u, std::chrono::milliseconds(20000))) {
+          ADD_FAILURE() << "no update for 20 s";
+          break;
+        }
+        for (const auto& t : u.tokens) {
+          c.tokens.push_back(t.token);
+          c.text += t.text;
+          logprobs.push_back(t.logprob);
+        }
+        if (u.finished) c.final_update = u;
+      }
+      out.emplace_back(std::move(c), std::move(logprobs));
+    }
+    return out;
+  };
+  const auto alone = run(1, 1), one = run(4, 1), four = run(4, 4);
+  ASSERT_EQ(one.size(), four.size());
+  ASSERT_EQ(one.size(), alone.size());
+  for (size_t i = 0; i < one.size(); ++i) {
+    EXPECT_EQ(one[i].first.tokens.size(), 12u) << "request " << i;
+    for (const auto* other : {&one, &four}) {
+      EXPECT_EQ(alone[i].first.tokens, (*other)[i].first.tokens) << "request " << i;
+      EXPECT_EQ(alone[i].first.text, (*other)[i].first.text) << "request " << i;
+      EXPECT_EQ(alone[i].second, (*other)[i].second) << "request " << i;
+    }
+  }
+  // Not all the same sequence: the draws differ between requests.
+  EXPECT_NE(one[0].first.tokens, one[1].first.tokens);
 }
 
 TEST_F(EngineTest, StopTokenAndStopString) {

@@ -44,6 +44,11 @@ Engine::Engine(Model& model, const Tokenizer& tokenizer, EngineOptions options)
       options_(options),
       scheduler_(SchedulerOptions{options.max_slots, options.max_batch_tokens, options.prefill_chunk}) {
   state_ = model_.backend().CreateState(model_.MakeStateSpec(options_.max_slots, options_.max_context));
+  const size_t hardware = std::max<size_t>(1, std::thread::hardware_concurrency());
+  const size_t sampling = options_.sampling_threads > 0
+                              ? static_cast<size_t>(options_.sampling_threads)
+                              : std::min(hardware, static_cast<size_t>(std::max(1, options_.max_slots)));
+  sampling_pool_ = std::make_unique<ThreadPool>(sampling);
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -206,20 +211,33 @@ void Engine::HandleToken(Active& a, const SampleResult& sample) {
   a.handle->Publish(std::move(out));
 }
 
-void Engine::NextToken(Active& a, std::span<float> logits) {
-  OutputConstraint::Next next;
-  if (a.constraint) {
-    next = a.constraint->NextMask();
-    if (next.exhausted) {  // the grammar is complete and allows nothing more (not even a stop token)
-      std::string text = FlushText(a.decoder, a.stop).emit;
-      if (!text.empty()) a.handle->Publish(TokenOutput{a.last_token, text, 0, {}});
-      Finish(a, FinishReason::kStop, "", false, "");
-      return;
+void Engine::PickToken(Active& a, std::span<float> logits, Pick& pick) {
+  pick = Pick{};
+  try {
+    OutputConstraint::Next next;
+    if (a.constraint) {
+      next = a.constraint->NextMask();
+      if (next.exhausted) {
+        pick.exhausted = true;
+        return;
+      }
     }
+    pick.sample = a.sampler.Sample(logits, next.mask);  // the mask applies after penalties and logit_bias
+    if (a.constraint) a.constraint->Accept(pick.sample.token);
+  } catch (...) {
+    pick.error = std::current_exception();
   }
-  SampleResult sample = a.sampler.Sample(logits, next.mask);  // the mask applies after penalties and logit_bias
-  if (a.constraint) a.constraint->Accept(sample.token);
-  HandleToken(a, sample);
+}
+
+void Engine::TakePick(Active& a, Pick& pick) {
+  if (pick.error) std::rethrow_exception(pick.error);
+  if (pick.exhausted) {
+    std::string text = FlushText(a.decoder, a.stop).emit;
+    if (!text.empty()) a.handle->Publish(TokenOutput{a.last_token, text, 0, {}});
+    Finish(a, FinishReason::kStop, "", false, "");
+    return;
+  }
+  HandleToken(a, pick.sample);
 }
 
 void Engine::Step() {
@@ -268,13 +286,22 @@ void Engine::Step() {
     stats_.running = scheduler_.running();
   }
   const int64_t vocab = model_.config().vocab_size;
+  std::vector<Active*> picking;
+  for (const ScheduledSeq& s : plan.seqs)
+    if (s.wants_logits) picking.push_back(active_.at(s.request_id).get());
+  picks_.resize(picking.size());
+  sampling_pool_->ParallelFor(picking.size(), 1, [&](size_t begin, size_t end) {
+    for (size_t i = begin; i < end; ++i) {
+      std::span<float> l(logits_.data() + static_cast<int64_t>(i) * vocab, static_cast<size_t>(vocab));
+      PickToken(*picking[i], l, picks_[i]);
+    }
+  });
   size_t row = 0;
   for (const ScheduledSeq& s : plan.seqs) {
     if (!s.wants_logits) continue;
     Active& a = *active_.at(s.request_id);
-    std::span<float> l(logits_.data() + static_cast<int64_t>(row++) * vocab, static_cast<size_t>(vocab));
     try {
-      NextToken(a, l);
+      TakePick(a, picks_[row++]);
     } catch (const std::exception& e) {
       // This request's own processing failed (sampler, grammar, decoder, stop strings, the API layer's
       // hooks): it alone ends, with the error; the others go on.

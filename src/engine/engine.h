@@ -1,7 +1,8 @@
 // The engine: one thread owns the model and its state and runs continuous batching. Requests are
 // submitted from any thread; each step the engine batches the decode tokens of all running requests
-// with chunks of waiting prompts (scheduler.h), runs one forward pass, samples, detokenizes, applies
-// stop strings and publishes the new text to each request's handle. Requests join and leave between
+// with chunks of waiting prompts (scheduler.h), runs one forward pass, samples (the step's sequences at
+// once, on a small pool: EngineOptions::sampling_threads), detokenizes, applies stop strings and
+// publishes the new text to each request's handle. Requests join and leave between
 // steps; a cancelled request frees its slot at the next step. Ids past the tokenizer's vocabulary (the
 // model's may be padded past it) are never sampled. A failed forward pass fails the requests of its
 // batch; an exception in one request's own processing (sampler, grammar, decoder, stop strings, the
@@ -11,12 +12,14 @@
 
 #include <condition_variable>
 #include <deque>
+#include <exception>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <span>
 #include <thread>
 
+#include "base/thread_pool.h"
 #include "engine/request.h"
 #include "engine/scheduler.h"
 #include "model/model.h"
@@ -30,6 +33,9 @@ struct EngineOptions {
   int64_t max_context = 0;          // tokens per sequence, prompt + output (--ctx-size)
   int64_t max_batch_tokens = 2048;  // tokens per forward step
   int64_t prefill_chunk = 512;      // prompt tokens of one request per step
+  // Threads that sample the sequences of a step at once (each touches only its own request's sampler
+  // and grammar): 0, one per sequence slot up to the hardware's threads; 1, on the engine thread alone.
+  int sampling_threads = 0;
 };
 
 enum class SubmitStatus { kAccepted, kQueueFull, kContextOverflow, kInvalid };
@@ -69,10 +75,19 @@ class Engine {
   void Loop();
   void Step();
   void Finish(Active& a, FinishReason reason, std::string matched, bool by_string, std::string error);
-  // Samples, detokenizes and publishes a's next token from its logits row [vocab], or ends a (its
-  // grammar allows nothing more, a stop condition, max tokens). Throws what the sampler, grammar,
+  // A sequence's next token, picked from its logits row [vocab] under its grammar's mask; touches only
+  // a's sampler and grammar, so the sequences of a step pick at once (sampling_threads). What it throws
+  // is kept for TakePick.
+  struct Pick {
+    SampleResult sample;
+    bool exhausted = false;  // the grammar is complete and allows nothing more (not even a stop token)
+    std::exception_ptr error;
+  };
+  void PickToken(Active& a, std::span<float> logits, Pick& pick);
+  // Then, on the engine thread in the step's order: detokenizes and publishes the pick, or ends a (its
+  // grammar allows nothing more, a stop condition, max tokens). Throws what the pick threw and what the
   // decoder, stop matcher or the handle's hooks throw; Step fails that request alone.
-  void NextToken(Active& a, std::span<float> logits);
+  void TakePick(Active& a, Pick& pick);
   void HandleToken(Active& a, const SampleResult& sample);
 
   Model& model_;
@@ -90,6 +105,8 @@ class Engine {
 
   std::map<uint64_t, std::unique_ptr<Active>> active_;  // engine thread only
   std::vector<float> logits_;  // engine thread only: reused, so that a decode step does not re-zero it
+  std::vector<Pick> picks_;    // engine thread only: a step's picks
+  std::unique_ptr<ThreadPool> sampling_pool_;
   std::thread thread_;
 };
 
