@@ -19,7 +19,8 @@
 # commit under test, built instead of the working tree, whose models/ and tests/fixtures/ it takes;
 # $SRC_TAR names another archive), include/ + lib/ (PCRE2, utf8proc) and a zstd wrapper, for machines
 # that lack them. $BUILD (default /tmp/build) is the build folder; BUILD_ONLY=1 stops after the build
-# (bench/cuda/ab_run.sh builds two trees that way).
+# (bench/cuda/ab_run.sh builds two trees that way). .deps/prebuilt.tar.zst (bench/cuda/prebuild.sh):
+# binaries built on the development machine, used instead of building when they are of this tree.
 set -uo pipefail
 ROOT=$PWD
 OUT=${OUT:-/tmp/infernix-out}
@@ -67,10 +68,37 @@ echo "== build"
 start=$(date +%s)
 targets="backend_cuda_test gpu_model_test infernix"
 case " $* " in *" gemvbench "*) targets="$targets gemv_bench" ;; esac
-# shellcheck disable=SC2086  # the targets are meant to split
-ninja -C "$BUILD" -j"$JOBS" -k 0 $targets > "$OUT/build.log" 2>&1 ||
-  { grep -E -A12 "error|FAILED" "$OUT/build.log" | head -80; }
-echo "build: $(( $(date +%s) - start )) s"
+# The binaries bench/cuda/prebuild.sh built on the development machine, when they are of this tree and
+# their libraries resolve here; else the build below.
+PREBUILT=$DEPS/prebuilt.tar.zst
+built=""
+if [ -f "$PREBUILT" ] && [ "$SRC" = "$ROOT" ] && [ "$BUILD" = /tmp/build ]; then
+  if [ "$(zstd -dc "$PREBUILT" | tar -xOf - ./tree.sum 2>/dev/null)" = "$(bash "$ROOT/bench/cuda/tree_sum.sh")" ]; then
+    for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
+      [ -d "$d" ] && export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$d
+    done
+    if ninja -C "$BUILD" -j"$JOBS" infernix_fixtures > "$OUT/build.log" 2>&1 && zstd -dc "$PREBUILT" | tar -xf - -C "$BUILD"; then
+      bins=$(zstd -dc "$PREBUILT" | tar -tf - | grep -v '/$' | grep -v 'tree.sum\|ptxas.log')
+      missing=$(cd "$BUILD" && for b in $bins; do ldd "$b" | grep "not found"; done)
+      if [ -z "$missing" ]; then
+        built=prebuilt
+        cat "$BUILD/ptxas.log" >> "$OUT/build.log"
+      else
+        echo "prebuilt binaries: a library is missing ($(echo "$missing" | head -3 | tr -s ' \n' ' ')); building"
+        # shellcheck disable=SC2086  # one name a line
+        (cd "$BUILD" && rm -f $bins)
+      fi
+    fi
+  else
+    echo "prebuilt binaries: of another tree (run bench/cuda/prebuild.sh again); building"
+  fi
+fi
+if [ -z "$built" ]; then
+  # shellcheck disable=SC2086  # the targets are meant to split
+  ninja -C "$BUILD" -j"$JOBS" -k 0 $targets > "$OUT/build.log" 2>&1 ||
+    { grep -E -A12 "error|FAILED" "$OUT/build.log" | head -80; }
+fi
+echo "build: $(( $(date +%s) - start )) s${built:+ ($built)}"
 grep -E "registers|spill" "$OUT/build.log" | sort | uniq -c | sort -rn | head -5
 [ -n "${BUILD_ONLY:-}" ] && exit 0
 run_test() {  # name, timeout
