@@ -19,8 +19,9 @@
 # commit under test, built instead of the working tree, whose models/ and tests/fixtures/ it takes;
 # $SRC_TAR names another archive), include/ + lib/ (PCRE2, utf8proc) and a zstd wrapper, for machines
 # that lack them. $BUILD (default /tmp/build) is the build folder; BUILD_ONLY=1 stops after the build
-# (bench/cuda/ab_run.sh builds two trees that way). .deps/prebuilt.tar.zst (bench/cuda/prebuild.sh):
-# binaries built on the development machine, used instead of building when they are of this tree.
+# (bench/cuda/ab_run.sh builds two trees that way). .deps/prebuilt.tar.zst (bench/cuda/prebuild.sh;
+# $PREBUILT names another): binaries built on the development machine, used instead of building when they
+# are of the tree and build folder at hand.
 set -uo pipefail
 ROOT=$PWD
 OUT=${OUT:-/tmp/infernix-out}
@@ -70,15 +71,16 @@ targets="backend_cuda_test gpu_model_test infernix"
 case " $* " in *" gemvbench "*) targets="$targets gemv_bench" ;; esac
 # The binaries bench/cuda/prebuild.sh built on the development machine, when they are of this tree and
 # their libraries resolve here; else the build below.
-PREBUILT=$DEPS/prebuilt.tar.zst
+PREBUILT=${PREBUILT:-$DEPS/prebuilt.tar.zst}
 built=""
-if [ -f "$PREBUILT" ] && [ "$SRC" = "$ROOT" ] && [ "$BUILD" = /tmp/build ]; then
-  if [ "$(zstd -dc "$PREBUILT" | tar -xOf - ./tree.sum 2>/dev/null)" = "$(bash "$ROOT/bench/cuda/tree_sum.sh")" ]; then
+if [ -f "$PREBUILT" ]; then
+  if [ "$(zstd -dc "$PREBUILT" | tar -xOf - ./tree.sum 2>/dev/null)" = "$(bash "$ROOT/bench/cuda/tree_sum.sh" "$SRC")" ] &&
+     [ "$(zstd -dc "$PREBUILT" | tar -xOf - ./build.dir 2>/dev/null)" = "$BUILD" ]; then
     for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
       [ -d "$d" ] && export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$d
     done
     if ninja -C "$BUILD" -j"$JOBS" infernix_fixtures > "$OUT/build.log" 2>&1 && zstd -dc "$PREBUILT" | tar -xf - -C "$BUILD"; then
-      bins=$(zstd -dc "$PREBUILT" | tar -tf - | grep -v '/$' | grep -v 'tree.sum\|ptxas.log')
+      bins=$(zstd -dc "$PREBUILT" | tar -tf - | grep -v '/$' | grep -v 'tree.sum\|build.dir\|ptxas.log')
       missing=$(cd "$BUILD" && for b in $bins; do ldd "$b" | grep "not found"; done)
       if [ -z "$missing" ]; then
         built=prebuilt
@@ -90,7 +92,7 @@ if [ -f "$PREBUILT" ] && [ "$SRC" = "$ROOT" ] && [ "$BUILD" = /tmp/build ]; then
       fi
     fi
   else
-    echo "prebuilt binaries: of another tree (run bench/cuda/prebuild.sh again); building"
+    echo "prebuilt binaries: of another tree or build folder (bench/cuda/prebuild.sh again); building"
   fi
 fi
 if [ -z "$built" ]; then

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Prints one checksum of what the GPU binaries are built from (sources, CMake files, the embedded model,
-# the fixtures), the same here and on the GPU machine's copy of the tree: bench/cuda/prebuild.sh stores
-# it with the binaries it builds here, device_run.sh uses them only when the tree it runs on gives the
-# same. Git-ignored folders that the copy leaves out (node_modules, __pycache__) are skipped.
+# the fixtures) of the tree at DIR (default: this one), the same here and on the GPU machine's copy:
+# bench/cuda/prebuild.sh stores it with the binaries it builds here, device_run.sh uses them only when
+# the tree it builds gives the same. Git-ignored folders that the copy leaves out (node_modules,
+# __pycache__) are skipped.
+#   bench/cuda/tree_sum.sh [DIR]
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+cd "${1:-$(dirname "$0")/../..}"
 export LC_ALL=C
 {
   find src tests bench models cmake \( -name node_modules -o -name __pycache__ \) -prune -o -type f \
