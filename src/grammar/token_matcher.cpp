@@ -100,7 +100,7 @@ class AcceptedSet {
       return;
     }
     if (bits_.empty()) ToBits();
-    for (size_t w = 0; w < words_; ++w) bits_[w] |= mask.accepted[w];
+    mask.OrAcceptedInto(&bits_);
     count_ += mask.num_accepted;
   }
   void MoveInto(StackMask* mask) {

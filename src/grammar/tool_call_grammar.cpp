@@ -229,7 +229,7 @@ Grammar ToolCallGrammar(const Json& tools, ToolCallSyntax syntax) {
   }
   // Apply: each tool's call grammar.
   auto any_arguments = [&] {
-    return syntax == ToolCallSyntax::kJson ? JsonSchemaGrammar(Json{{"type", "object"}}) : XmlArguments(Json::object());
+    return syntax == ToolCallSyntax::kJson ? JsonSchemaGrammar(kNoParameters) : XmlArguments(Json::object());
   };
   std::vector<Grammar> calls;
   for (size_t i = 0; i < plans.size(); ++i) {
