@@ -44,13 +44,7 @@ SRC_TAR=${SRC_TAR:-$DEPS/src.tar.gz}
 BUILD=${BUILD:-/tmp/build}
 if [ -f "$SRC_TAR" ]; then
   SRC=$BUILD-src
-  # Extracted again only when the archive changed (new files' times would rebuild everything).
-  sum=$(md5sum < "$SRC_TAR")
-  if [ "$(cat "$SRC/.archive-sum" 2>/dev/null)" != "$sum" ]; then
-    rm -rf "$SRC" && mkdir -p "$SRC/tests" && tar -xzf "$SRC_TAR" -C "$SRC"
-    cp -r "$ROOT/models" "$SRC/" && cp -r "$ROOT/tests/fixtures" "$SRC/tests/"
-    echo "$sum" > "$SRC/.archive-sum"
-  fi
+  bash "$ROOT/bench/cuda/lay_out_archive.sh" "$SRC_TAR" "$SRC"
 fi
 # A machine kept warm between calls still has the last build: start over when it was of another tree.
 if [ -f "$BUILD"/CMakeCache.txt ] && ! grep -qx "CMAKE_HOME_DIRECTORY:INTERNAL=$SRC" "$BUILD"/CMakeCache.txt; then
@@ -74,13 +68,14 @@ case " $* " in *" gemvbench "*) targets="$targets gemv_bench" ;; esac
 PREBUILT=${PREBUILT:-$DEPS/prebuilt.tar.zst}
 built=""
 if [ -f "$PREBUILT" ]; then
-  if [ "$(zstd -dc "$PREBUILT" | tar -xOf - ./tree.sum 2>/dev/null)" = "$(bash "$ROOT/bench/cuda/tree_sum.sh" "$SRC")" ] &&
-     [ "$(zstd -dc "$PREBUILT" | tar -xOf - ./build.dir 2>/dev/null)" = "$BUILD" ]; then
+  # prebuilt.id: the checksum of the tree they were built from and their build folder.
+  if [ "$(zstd -dc "$PREBUILT" | tar -xOf - ./prebuilt.id 2>/dev/null)" = \
+       "$(bash "$ROOT/bench/cuda/tree_sum.sh" "$SRC") $BUILD" ]; then
     for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
       [ -d "$d" ] && export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$d
     done
     if ninja -C "$BUILD" -j"$JOBS" infernix_fixtures > "$OUT/build.log" 2>&1 && zstd -dc "$PREBUILT" | tar -xf - -C "$BUILD"; then
-      bins=$(zstd -dc "$PREBUILT" | tar -tf - | grep -v '/$' | grep -v 'tree.sum\|build.dir\|ptxas.log')
+      bins=$(cat "$BUILD/prebuilt.bins")
       missing=$(cd "$BUILD" && for b in $bins; do ldd "$b" | grep "not found"; done)
       if [ -z "$missing" ]; then
         built=prebuilt

@@ -2,11 +2,11 @@
 # Builds the GPU machine's binaries here, so that its calls skip their build (about a minute of the
 # session's GPU time each): backend_cuda_test, gpu_model_test, infernix and gemv_bench for sm_90, built
 # where device_run.sh would build them (/tmp/build; the path matters: the tests find their fixtures under
-# the build folder, which device_run.sh then lays out there), stripped and packed with the tree's checksum
-# (bench/cuda/tree_sum.sh), the build folder's path and the kernels' register report into
-# .deps/prebuilt.tar.zst; toml++, which the machine lacks, goes to .deps/lib. device_run.sh takes them
-# when the tree it builds gives the same checksum, and builds as before when not. Run it after each
-# change, before the call (ccache rebuilds only what changed), and carry .deps.
+# the build folder, which device_run.sh then lays out there), stripped and packed into
+# .deps/prebuilt.tar.zst with the tree's checksum and the build folder (prebuilt.id), their paths
+# (prebuilt.bins) and the kernels' register report; toml++, which the machine lacks, goes to .deps/lib.
+# device_run.sh takes them when the tree it builds gives the same checksum, and builds as before when
+# not. Run it after each change, before the call (ccache rebuilds only what changed), and carry .deps.
 # With --base REV, the baseline of bench/cuda/ab_run.sh instead: REV's archive (.deps/base.tar.gz, the
 # models and fixtures left out: they come from this tree) built in /tmp/build-base into
 # .deps/prebuilt-base.tar.zst.
@@ -24,10 +24,7 @@ if [ "${1:-}" = --base ]; then
   PACK=.deps/prebuilt-base.tar.zst
   mkdir -p .deps
   git archive --format=tar.gz -o .deps/base.tar.gz "$2" -- . ':!models' ':!tests/fixtures'
-  # As device_run.sh lays an archive out (the same tree, so the same checksum there).
-  rm -rf "$SRC" && mkdir -p "$SRC/tests" && tar -xzf .deps/base.tar.gz -C "$SRC"
-  cp -r "$ROOT/models" "$SRC/" && cp -r "$ROOT/tests/fixtures" "$SRC/tests/"
-  md5sum < .deps/base.tar.gz > "$SRC/.archive-sum"
+  bash bench/cuda/lay_out_archive.sh .deps/base.tar.gz "$SRC"  # as device_run.sh lays it out there
 fi
 LOGS=/tmp/prebuild
 mkdir -p "$LOGS" .deps/lib
@@ -45,11 +42,12 @@ for t in backend_cuda_test gpu_model_test infernix gemv_bench; do
   path=$(cd "$BUILD" && find . -name "$t" -type f -perm -u+x | head -1)
   mkdir -p "$stage/$(dirname "$path")"
   strip -o "$stage/$path" "$BUILD/$path"
+  echo "$path" >> "$stage/prebuilt.bins"
 done
-bash bench/cuda/tree_sum.sh "$SRC" > "$stage/tree.sum"
-echo "$BUILD" > "$stage/build.dir"
+sum=$(bash bench/cuda/tree_sum.sh "$SRC")
+echo "$sum $BUILD" > "$stage/prebuilt.id"
 grep -E "registers|spill|Compiling entry|Function properties" "$LOGS/build.log" > "$stage/ptxas.log" || true
 toml=$(ldconfig -p | awk '/libtomlplusplus\.so\.3 /{p = $NF} END {print p}')  # reads all: no SIGPIPE
 [ -n "$toml" ] && cp -L "$toml" .deps/lib/
 tar -C "$stage" -cf - . | zstd -19 -T0 -q -f -o "$PACK"
-echo "packed: $PACK, $(du -h "$PACK" | cut -f1), tree $(cat "$stage/tree.sum"), built in $BUILD"
+echo "packed: $PACK, $(du -h "$PACK" | cut -f1), tree $sum, built in $BUILD"
