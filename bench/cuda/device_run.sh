@@ -29,15 +29,17 @@ JOBS=${JOBS:-16}
 mkdir -p "$OUT"
 DEPS=$ROOT/.deps
 if [ -d "$DEPS" ]; then
-  mkdir -p /tmp/deps/pkgconfig
+  # lib/ holds each library once, under its soname (the carry limit counts every byte); the linker's
+  # names are links made here.
+  mkdir -p /tmp/deps/pkgconfig /tmp/deps/lib
+  for f in "$DEPS"/lib/*.so.*; do ln -sf "$f" "/tmp/deps/lib/$(basename "${f%%.so.*}").so"; done
   for m in libpcre2-8:pcre2-8 libutf8proc:utf8proc cpp-httplib:cpp-httplib; do
-    printf 'prefix=%s\nName: %s\nDescription: carried\nVersion: 99\nLibs: -L%s/lib -l%s\nCflags: -I%s/include\n' \
-      "$DEPS" "${m%%:*}" "$DEPS" "${m##*:}" "$DEPS" > "/tmp/deps/pkgconfig/${m%%:*}.pc"
+    printf 'prefix=%s\nName: %s\nDescription: carried\nVersion: 99\nLibs: -L/tmp/deps/lib -l%s\nCflags: -I%s/include\n' \
+      "$DEPS" "${m%%:*}" "${m##*:}" "$DEPS" > "/tmp/deps/pkgconfig/${m%%:*}.pc"
   done
   export CMAKE_PREFIX_PATH=$DEPS/cmake${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}
   export PKG_CONFIG_PATH=/tmp/deps/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
   export LD_LIBRARY_PATH=$DEPS/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-  command -v zstd >/dev/null || export PATH=$DEPS/bin:$PATH
 fi
 SRC=$ROOT
 SRC_TAR=${SRC_TAR:-$DEPS/src.tar.gz}
