@@ -263,9 +263,12 @@ void CudaBackend::SiluMul(const Tensor& gate, const Tensor& up, Tensor out) {
   // Right after the gate and up products of a decode step: their GEMV computes it (a block takes the
   // same rows of both).
   const bool in_place = out.data == gate.data || out.data == up.data;
-  if (options_.fuse && gemv_.n_segments == 2 && gemv_.w_type == cuda::kBF16 && gemv_.silu_out == nullptr &&
-      gemv_.seg[0].out == gate.data && gemv_.seg[1].out == up.data && gemv_.seg[0].rows == gate.cols() &&
-      gemv_.seg[1].rows == up.cols() && gemv_.n == gate.rows() && gate.dtype == DType::kBF16 &&
+  // The bf16 GEMV takes it at any batch, the block-quantized one (tensor cores) at one token: at 8 tokens
+  // the paired tiles halve its work items, and Q8_0 lost 2.8% per step (Q4_K gained 3%: docs/performance.md).
+  if (options_.fuse && gemv_.n_segments == 2 && gemv_.silu_out == nullptr && gemv_.res.out == nullptr &&
+      (gemv_.w_type == cuda::kBF16 || gemv_.n == 1) && gemv_.seg[0].out == gate.data && gemv_.seg[1].out == up.data &&
+      gemv_.seg[0].rows == gate.cols() && gemv_.seg[1].rows == up.cols() && gemv_.n == gate.rows() &&
+      gate.dtype == DType::kBF16 && gemv_.seg[0].out_dtype == cuda::kBF16 && gemv_.seg[1].out_dtype == cuda::kBF16 &&
       (in_place || (Disjoint(out, gate) && Disjoint(out, up)))) {
     gemv_.silu_out = out.data;
     return;

@@ -146,9 +146,9 @@ struct GemvResidual {
 size_t GemvNormSmemBytes(int64_t n, int64_t k);
 // w_type: kBF16 (gemv.cu), or a block-quantized type that every segment has (quant_gemv_mma.cu). Both
 // kernels launch as programmatic dependents of the kernel before (sm_90+): the weights start streaming
-// before x is ready. bf16 weights only: `pro` says where x comes from (`x` is then pro.out); with silu_out
-// set, the batch is gate and up (two segments of equal rows, bf16 out) and SiLU(gate) * up is written
-// there as well (it may be gate's or up's output, which is then not written).
+// before x is ready. bf16 weights only: `pro` says where x comes from (`x` is then pro.out). Either
+// kernel: with silu_out set, the batch is gate and up (two segments of equal rows, bf16 out) and
+// SiLU(gate) * up is written there as well (it may be gate's or up's output, which is then not written).
 struct GemvBatch {
   GemvSegment seg[4];
   const void* x = nullptr;

@@ -323,6 +323,42 @@ TEST(CudaMatMul, ResidualAndNormAfterQuantizedGemv) {
   }
 }
 
+// SiLU(gate) * up right after a quantized gate / up pair of one-token products is the pair's epilogue (a
+// block takes the gate tile and the up tile of the same rows; several tokens run it as its own kernel): the
+// products and the result against the CPU, out of place and in place (into gate, into up).
+TEST(CudaMatMul, SiluFusedIntoQuantizedGatePair) {
+  INFX_REQUIRE_GPU();
+  Rig rig;
+  uint64_t seed = 990;
+  for (DType type : {DType::kQ4_K, DType::kQ8_0, DType::kQ6_K, DType::kF8E4M3B128}) {
+    for (int64_t n : {1, 3, 8}) {
+      const int64_t k = 2048, ff = 1000;  // ff: a last tile of 8 rows; k: whole 16-byte Q6_K rows
+      const std::vector<float> xv = Rand(n * k, seed++, -2, 2);
+      auto x = rig.Act({n, k}, xv);
+      auto x_seen = rig.Act({n, k}, type == DType::kF8E4M3B128 ? xv : Int8Blocks(xv), DType::kF32);
+      HostBuffer pg = RandomQuantBlocks(type, ff, k, seed++, 0.05f), pu = RandomQuantBlocks(type, ff, k, seed++, 0.05f);
+      Pair wg{rig.cpu.UploadWeight(pg.view()), rig.gpu.UploadWeight(pg.view())};
+      Pair wu{rig.cpu.UploadWeight(pu.view()), rig.gpu.UploadWeight(pu.view())};
+      for (int where = 0; where < 3; ++where) {  // out of place, into gate, into up
+        auto gate = rig.Out({n, ff}), up = rig.Out({n, ff}), act = rig.Out({n, ff});
+        Pair& out = where == 0 ? act : where == 1 ? gate : up;
+        auto step = [&](Backend& be, Tensor Pair::*side, const Tensor& input) {
+          be.MatMul(input, wg.*side, gate.*side);
+          be.MatMul(input, wu.*side, up.*side);
+          be.SiluMul(gate.*side, up.*side, out.*side);
+        };
+        step(rig.cpu, &Pair::cpu, x_seen.cpu);
+        step(rig.gpu, &Pair::gpu, x.gpu);
+        const std::string at =
+            std::string(DTypeName(type)) + " n=" + std::to_string(n) + " where=" + std::to_string(where);
+        if (where != 1) ExpectClose(rig.Gpu(gate.gpu), Rig::Cpu(gate.cpu), 5e-3, 2e-2, "gate " + at);
+        if (where != 2) ExpectClose(rig.Gpu(up.gpu), Rig::Cpu(up.cpu), 5e-3, 2e-2, "up " + at);
+        ExpectClose(rig.Gpu(out.gpu), Rig::Cpu(out.cpu), 8e-3, 3e-2, "silu(gate) * up " + at);
+      }
+    }
+  }
+}
+
 TEST(CudaMatMul, UnsupportedWeightTypeIsAClearError) {
   INFX_REQUIRE_GPU();
   Rig rig;

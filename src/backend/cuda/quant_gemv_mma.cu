@@ -46,12 +46,21 @@ __global__ void __launch_bounds__(32 * kWarps, kOne || !IsIntType<T>() ? 3 : 2) 
   const uint32_t row_bytes = static_cast<uint32_t>(chunks) * kCb;  // QuantGemvMmaFits: offsets fit 32 bits
   uint8_t* stage = smem + warp * kStages * 16 * kW * 16;
   // The block takes tiles blockIdx.x, + gridDim.x, ...; a warp takes chunks warp, warp + 8, ... of each.
-  // Its work items (tile, chunk) run through one pipeline of kStages buffers, across tiles.
+  // Its work items (tile, chunk) run through one pipeline of kStages buffers, across tiles. With
+  // silu_out (gate and up, equal rows) the block takes pairs of tiles instead: the gate tile and the up
+  // tile of the same rows, one after the other, so that it can write SiLU(gate) * up.
   int total_tiles = 0;
 #pragma unroll
   for (int i = 0; i < 4; ++i)
     if (i < p.n_segments) total_tiles += static_cast<int>((p.seg[i].rows + 15) / 16);
-  const int my_tiles = (total_tiles - static_cast<int>(blockIdx.x) + gridDim.x - 1) / gridDim.x;
+  const bool paired = p.silu_out != nullptr;
+  const int units = paired ? total_tiles / 2 : total_tiles;  // tiles, or pairs of tiles
+  const int my_tiles = (units - static_cast<int>(blockIdx.x) + gridDim.x - 1) / gridDim.x * (paired ? 2 : 1);
+  // The block's ti-th tile.
+  auto tile_of = [&](int ti) {
+    return paired ? static_cast<int>(blockIdx.x) + (ti >> 1) * gridDim.x + (ti & 1) * units
+                  : static_cast<int>(blockIdx.x) + ti * gridDim.x;
+  };
   const int per_tile = warp < chunks ? (chunks - warp + kWarps - 1) / kWarps : 0;
   // Segment and first row of a tile.
   auto locate = [&](int tile, GemvSegment* sg, int* row0) {
@@ -76,7 +85,7 @@ __global__ void __launch_bounds__(32 * kWarps, kOne || !IsIntType<T>() ? 3 : 2) 
   auto enter_tile = [&](int ti) {
     GemvSegment sg;
     int row0;
-    locate(static_cast<int>(blockIdx.x) + ti * gridDim.x, &sg, &row0);
+    locate(tile_of(ti), &sg, &row0);
     pw = static_cast<const uint8_t*>(sg.w);
     const int last = static_cast<int>(sg.rows) - 1;
 #pragma unroll
@@ -145,6 +154,7 @@ __global__ void __launch_bounds__(32 * kWarps, kOne || !IsIntType<T>() ? 3 : 2) 
   const float2* xs1 = xs + tok1 * (k / kG);
 
   float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};  // rows g, g, g+8, g+8 x tokens 2t, 2t+1
+  float gate = 0.0f;                        // paired: this thread's sum of the gate tile, for the up tile
   __shared__ float partial[kWarps][4][32];
   int b = 0, pb = kStages - 1;  // the buffers of the item computed and of the item staged next
   for (int ti = 0; ti < my_tiles; ++ti) {
@@ -182,14 +192,26 @@ __global__ void __launch_bounds__(32 * kWarps, kOne || !IsIntType<T>() ? 3 : 2) 
     if (threadIdx.x < 4 * 32) {
       GemvSegment sg;
       int row0;
-      locate(static_cast<int>(blockIdx.x) + ti * gridDim.x, &sg, &row0);
+      locate(tile_of(ti), &sg, &row0);
       const int q = threadIdx.x >> 5, ln = threadIdx.x & 31, rows = static_cast<int>(sg.rows);
       float sum = 0.0f;
 #pragma unroll
       for (int i = 0; i < kWarps; ++i) sum += partial[i][q][ln];
       const int row = row0 + (ln >> 2) + (q >= 2 ? 8 : 0);
       const int token = 2 * (ln & 3) + (q & 1);
-      if (row < rows && token < n) StoreF(sg.out, sg.out_dtype, static_cast<int64_t>(token) * rows + row, sum);
+      if (row < rows && token < n) {
+        const int64_t i = static_cast<int64_t>(token) * rows + row;
+        if (!paired) {
+          StoreF(sg.out, sg.out_dtype, i, sum);
+        } else if ((ti & 1) == 0) {  // gate, rounded as stored; this thread has the same row of up next
+          gate = RoundBf16(sum);
+          if (sg.out != p.silu_out) StoreF(sg.out, kBF16, i, gate);
+        } else {  // up, and SiLU(gate) * up as the SiLU-and-multiply op rounds it
+          const float up = RoundBf16(sum);
+          if (sg.out != p.silu_out) StoreF(sg.out, kBF16, i, up);
+          StoreF(p.silu_out, kBF16, i, SiluF(gate) * up);
+        }
+      }
     }
     __syncthreads();
   }
@@ -218,7 +240,8 @@ template <int T, bool kHalfX, bool kOne = false>
 void Launch(cudaStream_t s, const GemvBatch& batch, int64_t tiles) {
   const size_t smem = SmemBytes<T, kHalfX>(batch.n, batch.k);
   auto* kernel = QuantGemvMmaKernel<T, kHalfX, kOne>;
-  LaunchDependent(kernel, PersistentBlocks(kernel, 32 * kWarps, smem, tiles), 32 * kWarps, smem, s, batch);
+  const int64_t units = batch.silu_out != nullptr ? tiles / 2 : tiles;
+  LaunchDependent(kernel, PersistentBlocks(kernel, 32 * kWarps, smem, units), 32 * kWarps, smem, s, batch);
 }
 
 }  // namespace
@@ -248,6 +271,8 @@ bool QuantGemvMmaFits(int type, int64_t n, int64_t k, int64_t rows, const void* 
 }
 
 void LaunchQuantGemvMma(cudaStream_t s, GemvBatch batch, size_t max_smem_optin) {
+  INFX_CHECK(batch.silu_out == nullptr || (batch.n_segments == 2 && batch.seg[0].rows == batch.seg[1].rows &&
+                                           batch.seg[0].out_dtype == kBF16 && batch.seg[1].out_dtype == kBF16));
   int64_t tiles = 0;
   for (int i = 0; i < batch.n_segments; ++i) tiles += (batch.seg[i].rows + 15) / 16;
   if (tiles == 0 || batch.n == 0) return;
