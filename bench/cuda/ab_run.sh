@@ -8,9 +8,6 @@
 # carried folders hold 64 MiB in all), then carry .deps:
 #   git archive --format=tar.gz -o .deps/base.tar.gz REV -- . ':!models' ':!tests/fixtures'
 #   bash bench/cuda/ab_run.sh gemvbench qbench      (the same environment variables as device_run.sh)
-# bash bench/cuda/prebuild.sh --base REV makes that archive and builds it here too
-# (.deps/prebuilt-base.tar.zst), and bash bench/cuda/prebuild.sh the tree under test: then neither side
-# is built on the machine.
 set -uo pipefail
 ROOT=$PWD
 OUT=${OUT:-/tmp/infernix-out}
@@ -27,17 +24,17 @@ if (($# == 0)); then
 fi
 mkdir -p "$OUT"
 echo "== building the baseline and the tree under test"
-SRC_TAR=$DEPS/base.tar.gz BUILD=/tmp/build-base PREBUILT=$DEPS/prebuilt-base.tar.zst OUT=$OUT/base-build JOBS=8 \
+SRC_TAR=$DEPS/base.tar.gz BUILD=/tmp/build-base OUT=$OUT/base-build JOBS=8 \
   BUILD_ONLY=1 bash "$RUN" "$@" > "$OUT/base-build.txt" 2>&1 &
 OUT=$OUT/test-build JOBS=8 BUILD_ONLY=1 bash "$RUN" "$@" > "$OUT/test-build.txt" 2>&1 &
 wait
 for side in base test; do
   echo "-- $side"
-  grep -E "^build:|^prebuilt|error|FAILED" "$OUT/$side-build.txt" | head -20
+  grep -E "^build:|error|FAILED" "$OUT/$side-build.txt" | head -20
 done
 for round in $(seq 1 "${AB_ROUNDS:-2}"); do
   echo "== round $round: base"
-  SRC_TAR=$DEPS/base.tar.gz BUILD=/tmp/build-base PREBUILT=$DEPS/prebuilt-base.tar.zst OUT=$OUT/base-$round \
+  SRC_TAR=$DEPS/base.tar.gz BUILD=/tmp/build-base OUT=$OUT/base-$round \
     bash "$RUN" "$@" 2>&1 | grep -v "^== build\|^build:"
   echo "== round $round: test"
   OUT=$OUT/test-$round bash "$RUN" "$@" 2>&1 | grep -v "^== build\|^build:"

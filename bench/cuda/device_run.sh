@@ -17,11 +17,10 @@
 #   sanitize  compute-sanitizer memcheck over the gpu tests
 # Logs go to $OUT. Optional, carried in .deps/ (ignored by git): src.tar.gz (a `git archive` of the
 # commit under test, built instead of the working tree, whose models/ and tests/fixtures/ it takes;
-# $SRC_TAR names another archive), include/ + lib/ (PCRE2, utf8proc) and a zstd wrapper, for machines
+# $SRC_TAR names another archive), include/ + lib/ (cpp-httplib, PCRE2, utf8proc, toml++), for machines
 # that lack them. $BUILD (default /tmp/build) is the build folder; BUILD_ONLY=1 stops after the build
-# (bench/cuda/ab_run.sh builds two trees that way). .deps/prebuilt.tar.zst (bench/cuda/prebuild.sh;
-# $PREBUILT names another): binaries built on the development machine, used instead of building when they
-# are of the tree and build folder at hand.
+# (bench/cuda/ab_run.sh builds two trees that way). The working tree and what is carried may take 64 MiB
+# in all, and the tree alone takes ~59 (its fixtures): binaries built elsewhere do not fit.
 set -uo pipefail
 ROOT=$PWD
 OUT=${OUT:-/tmp/infernix-out}
@@ -65,39 +64,10 @@ echo "== build"
 start=$(date +%s)
 targets="backend_cuda_test gpu_model_test infernix"
 case " $* " in *" gemvbench "*) targets="$targets gemv_bench" ;; esac
-# The binaries bench/cuda/prebuild.sh built on the development machine, when they are of this tree and
-# their libraries resolve here; else the build below.
-PREBUILT=${PREBUILT:-$DEPS/prebuilt.tar.zst}
-built=""
-if [ -f "$PREBUILT" ]; then
-  # prebuilt.id: the checksum of the tree they were built from and their build folder.
-  if [ "$(zstd -dc "$PREBUILT" | tar -xOf - ./prebuilt.id 2>/dev/null)" = \
-       "$(bash "$ROOT/bench/cuda/tree_sum.sh" "$SRC") $BUILD" ]; then
-    for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
-      [ -d "$d" ] && export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$d
-    done
-    if ninja -C "$BUILD" -j"$JOBS" infernix_fixtures > "$OUT/build.log" 2>&1 && zstd -dc "$PREBUILT" | tar -xf - -C "$BUILD"; then
-      bins=$(cat "$BUILD/prebuilt.bins")
-      missing=$(cd "$BUILD" && for b in $bins; do ldd "$b" | grep "not found"; done)
-      if [ -z "$missing" ]; then
-        built=prebuilt
-        cat "$BUILD/ptxas.log" >> "$OUT/build.log"
-      else
-        echo "prebuilt binaries: a library is missing ($(echo "$missing" | head -3 | tr -s ' \n' ' ')); building"
-        # shellcheck disable=SC2086  # one name a line
-        (cd "$BUILD" && rm -f $bins)
-      fi
-    fi
-  else
-    echo "prebuilt binaries: of another tree or build folder (bench/cuda/prebuild.sh again); building"
-  fi
-fi
-if [ -z "$built" ]; then
-  # shellcheck disable=SC2086  # the targets are meant to split
-  ninja -C "$BUILD" -j"$JOBS" -k 0 $targets > "$OUT/build.log" 2>&1 ||
-    { grep -E -A12 "error|FAILED" "$OUT/build.log" | head -80; }
-fi
-echo "build: $(( $(date +%s) - start )) s${built:+ ($built)}"
+# shellcheck disable=SC2086  # the targets are meant to split
+ninja -C "$BUILD" -j"$JOBS" -k 0 $targets > "$OUT/build.log" 2>&1 ||
+  { grep -E -A12 "error|FAILED" "$OUT/build.log" | head -80; }
+echo "build: $(( $(date +%s) - start )) s"
 grep -E "registers|spill" "$OUT/build.log" | sort | uniq -c | sort -rn | head -5
 [ -n "${BUILD_ONLY:-}" ] && exit 0
 run_test() {  # name, timeout

@@ -3,8 +3,7 @@
 # build: the archive, then this tree's models and fixtures. Skipped when DIR already holds the same
 # archive (new files' times would make the build start over). A new archive's files take the time of
 # their extraction (tar -m), not their commit's: an older commit's sources must not look older than the
-# objects built from another archive in the same build folder. device_run.sh and prebuild.sh --base use
-# it, so that the same archive gives the same tree (and tree_sum.sh checksum) on both machines.
+# objects built from another archive in the same build folder. Used by device_run.sh.
 #   bench/cuda/lay_out_archive.sh ARCHIVE DIR
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
