@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -110,6 +111,10 @@ class Backend {
   virtual void ResetScratch() = 0;
   virtual void CopyToBackend(const void* host, Tensor dst) = 0;      // dst.size_bytes() bytes
   virtual void CopyToHost(const Tensor& src, void* host) = 0;        // src.size_bytes() bytes
+  // Waits for src (f32) and returns its values in host memory that the caller may change, valid until
+  // the next ReadToHost or ResetScratch: src itself on the CPU, the CUDA backend's page-locked readback
+  // buffer (copied into at the link's speed, without the staging of a copy to pageable memory).
+  virtual std::span<float> ReadToHost(const Tensor& src) = 0;
   virtual std::unique_ptr<SequenceState> CreateState(const StateSpec& spec) = 0;
 
   // ---- ops ----

@@ -268,8 +268,9 @@ void Engine::Step() {
     batch.seqs.push_back(BatchSeq{s.slot, begin, s.n_tokens, s.pos_begin});
     if (s.wants_logits) batch.logit_rows.push_back(static_cast<int32_t>(begin + s.n_tokens - 1));
   }
+  std::span<float> logits;  // the backend's, valid until the next forward pass
   try {
-    model_.Forward(batch, *state_, logits_);
+    logits = model_.Forward(batch, *state_);
   } catch (const std::exception& e) {
     for (const ScheduledSeq& s : plan.seqs) {
       Finish(*active_.at(s.request_id), FinishReason::kError, "", false,
@@ -292,8 +293,7 @@ void Engine::Step() {
   picks_.resize(picking.size());
   sampling_pool_->ParallelFor(picking.size(), 1, [&](size_t begin, size_t end) {
     for (size_t i = begin; i < end; ++i) {
-      std::span<float> l(logits_.data() + static_cast<int64_t>(i) * vocab, static_cast<size_t>(vocab));
-      PickToken(*picking[i], l, picks_[i]);
+      PickToken(*picking[i], logits.subspan(i * static_cast<size_t>(vocab), static_cast<size_t>(vocab)), picks_[i]);
     }
   });
   size_t row = 0;

@@ -104,7 +104,6 @@ class Engine {
   uint64_t next_id_ = 1;
 
   std::map<uint64_t, std::unique_ptr<Active>> active_;  // engine thread only
-  std::vector<float> logits_;  // engine thread only: reused, so that a decode step does not re-zero it
   std::vector<Pick> picks_;    // engine thread only: a step's picks
   std::unique_ptr<ThreadPool> sampling_pool_;
   std::thread thread_;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "backend/ops.h"
@@ -46,10 +47,13 @@ class Model {
   // State sizes for `max_slots` concurrent sequences of up to `max_context` tokens each.
   StateSpec MakeStateSpec(int max_slots, int64_t max_context) const;
 
-  // Runs the batch and appends its tokens to `state`. logits: [logit_rows.size(), vocab_size] f32 (resized
-  // in place: reuse one vector across steps; after an error its contents are unspecified).
+  // Runs the batch and appends its tokens to `state`. Returns the logits [logit_rows.size(), vocab_size]
+  // (f32) in host memory of the backend that the caller may change, valid until the next Forward (the
+  // backend's ReadToHost: no copy on the CPU, a page-locked buffer on the GPU).
   // Errors: kInvalidArgument for a token id outside the vocabulary (naming its index),
   // kOutOfRange when a sequence would exceed the state's max_context.
+  std::span<float> Forward(const ForwardBatch& batch, SequenceState& state);
+  // The same into `logits` (resized in place; after an error its contents are unspecified).
   void Forward(const ForwardBatch& batch, SequenceState& state, std::vector<float>& logits);
 
  private:

@@ -54,15 +54,12 @@ class ScriptedBackend final : public Backend {
   void CopyToBackend(const void* host, Tensor dst) override { cpu_.CopyToBackend(host, dst); }
   void CopyToHost(const Tensor& src, void* host) override {
     cpu_.CopyToHost(src, host);
-    // The model copies one thing per forward pass to the host: its logits [rows, vocab].
-    if (src.dtype != DType::kF32 || src.shape.ndim != 2 || src.cols() != vocab_size_) return;
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto* logits = static_cast<float*>(host);
-    for (int64_t r = 0; r < src.rows() && next_ < script_.size(); ++r) {
-      float* row = logits + r * vocab_size_;
-      std::fill(row, row + vocab_size_, 0.0f);
-      row[script_[next_++]] = 50.0f;
-    }
+    ApplyScript(src, static_cast<float*>(host));
+  }
+  std::span<float> ReadToHost(const Tensor& src) override {
+    std::span<float> values = cpu_.ReadToHost(src);
+    ApplyScript(src, values.data());
+    return values;
   }
   std::unique_ptr<SequenceState> CreateState(const StateSpec& spec) override { return cpu_.CreateState(spec); }
   void Embedding(const Tensor& ids, const Tensor& table, Tensor out) override {
@@ -116,6 +113,17 @@ class ScriptedBackend final : public Backend {
   }
 
  private:
+  // The model reads one thing per forward pass to the host: its logits [rows, vocab].
+  void ApplyScript(const Tensor& src, float* logits) {
+    if (src.dtype != DType::kF32 || src.shape.ndim != 2 || src.cols() != vocab_size_) return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (int64_t r = 0; r < src.rows() && next_ < script_.size(); ++r) {
+      float* row = logits + r * vocab_size_;
+      std::fill(row, row + vocab_size_, 0.0f);
+      row[script_[next_++]] = 50.0f;
+    }
+  }
+
   CpuBackend cpu_;
   std::atomic<int64_t> forwards_{0};
   std::atomic<int64_t> fail_at_{-1};

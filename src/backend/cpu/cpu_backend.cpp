@@ -35,6 +35,11 @@ void CpuBackend::CopyToBackend(const void* host, Tensor dst) { std::memcpy(dst.d
 
 void CpuBackend::CopyToHost(const Tensor& src, void* host) { std::memcpy(host, src.data, src.size_bytes()); }
 
+std::span<float> CpuBackend::ReadToHost(const Tensor& src) {
+  INFX_CHECK(src.dtype == DType::kF32);
+  return {src.as<float>(), static_cast<size_t>(src.numel())};
+}
+
 std::unique_ptr<SequenceState> CpuBackend::CreateState(const StateSpec& spec) {
   return std::make_unique<CpuState>(spec);
 }

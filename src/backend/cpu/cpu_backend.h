@@ -26,6 +26,7 @@ class CpuBackend final : public Backend {
   void ResetScratch() override;
   void CopyToBackend(const void* host, Tensor dst) override;
   void CopyToHost(const Tensor& src, void* host) override;
+  std::span<float> ReadToHost(const Tensor& src) override;
   std::unique_ptr<SequenceState> CreateState(const StateSpec& spec) override;
 
   void Embedding(const Tensor& ids, const Tensor& table, Tensor out) override;

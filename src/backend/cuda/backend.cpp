@@ -262,6 +262,18 @@ void CudaBackend::CopyToHost(const Tensor& src, void* host) {
   INFX_CUDA_CHECK(cudaStreamSynchronize(stream_));
 }
 
+std::span<float> CudaBackend::ReadToHost(const Tensor& src) {
+  INFX_CHECK(src.dtype == DType::kF32);
+  const size_t bytes = src.size_bytes();
+  constexpr size_t kMiB = size_t{1} << 20;
+  // Every read waits for its copy, so the old buffer is free to go.
+  if (readback_.size_bytes() < bytes) readback_ = cuda::PinnedBuffer((bytes + kMiB - 1) / kMiB * kMiB);
+  Submit();
+  INFX_CUDA_CHECK(cudaMemcpyAsync(readback_.data(), src.data, bytes, cudaMemcpyDeviceToHost, stream_));
+  INFX_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  return {static_cast<float*>(readback_.data()), static_cast<size_t>(src.numel())};
+}
+
 std::unique_ptr<SequenceState> CudaBackend::CreateState(const StateSpec& spec) {
   return std::make_unique<CudaState>(spec, *this);
 }

@@ -47,6 +47,7 @@ class CudaBackend final : public Backend {
   void ResetScratch() override;
   void CopyToBackend(const void* host, Tensor dst) override;
   void CopyToHost(const Tensor& src, void* host) override;
+  std::span<float> ReadToHost(const Tensor& src) override;
   std::unique_ptr<SequenceState> CreateState(const StateSpec& spec) override;
 
   void Embedding(const Tensor& ids, const Tensor& table, Tensor out) override;
@@ -162,6 +163,8 @@ class CudaBackend final : public Backend {
   cuda::PinnedArena staging_[2];
   cudaEvent_t staging_done_[2] = {nullptr, nullptr};
   int staging_current_ = -1;  // staging buffer of the unit being recorded; -1: none chosen yet
+  // ReadToHost's destination (logits), grown to the largest read so far.
+  cuda::PinnedBuffer readback_;
   cuda::GemmLt gemm_;
   cuda::Recorder recorder_;
   cuda::GemvBatch gemv_{};
