@@ -228,6 +228,21 @@ __device__ __forceinline__ float RoundBf16(float v) { return __bfloat162float(__
 __device__ __forceinline__ float AddBf16(float a, float b) { return RoundBf16(a + b); }
 
 __device__ __forceinline__ float SiluF(float x) { return x / (1.0f + expf(-x)); }
+
+// The SiLU-and-multiply epilogue of a gate / up pair of GEMV tiles (bf16 outputs), element i of both: the
+// gate tile's pass (up == false) rounds its sum as stored and keeps it in `gate`; the up tile's pass (the
+// same thread and element, later) writes up and SiLU(gate) * up as the SiLU-and-multiply op rounds it. A
+// product whose output is silu_out itself is not written.
+__device__ __forceinline__ void StoreGateUpPair(bool up, void* out, void* silu_out, int64_t i, float sum, float& gate) {
+  if (!up) {
+    gate = RoundBf16(sum);
+    if (out != silu_out) StoreF(out, kBF16, i, gate);
+  } else {
+    const float u = RoundBf16(sum);
+    if (out != silu_out) StoreF(out, kBF16, i, u);
+    StoreF(silu_out, kBF16, i, SiluF(gate) * u);
+  }
+}
 __device__ __forceinline__ float SigmoidF(float x) { return 1.0f / (1.0f + expf(-x)); }
 
 __device__ __forceinline__ bool Aligned16Dev(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }

@@ -225,13 +225,8 @@ __global__ void __launch_bounds__(32 * kWarps) GemvKernel(GemvBatch p) {
           const int64_t i = token * rows + row;
           if (!paired) {
             h = StoreGemvSum(p.res, sg, i, sum);
-          } else if (half == 0) {  // gate, rounded as stored
-            gate = RoundBf16(sum);
-            if (sg.out != p.silu_out) StoreF(sg.out, kBF16, i, gate);
-          } else {  // up, and SiLU(gate) * up as the SiLU-and-multiply op rounds it
-            const float up = RoundBf16(sum);
-            if (sg.out != p.silu_out) StoreF(sg.out, kBF16, i, up);
-            StoreF(p.silu_out, kBF16, i, SiluF(gate) * up);
+          } else {  // gate, then up
+            StoreGateUpPair(half != 0, sg.out, p.silu_out, i, sum, gate);
           }
         }
         if (p.res.norm_out != nullptr) TileSquares(h, q, ln, tile_ss);  // kTiles == 1

@@ -203,13 +203,8 @@ __global__ void __launch_bounds__(32 * kWarps, kOne || !IsIntType<T>() ? 3 : 2) 
         const int64_t i = static_cast<int64_t>(token) * rows + row;
         if (!paired) {
           StoreF(sg.out, sg.out_dtype, i, sum);
-        } else if ((ti & 1) == 0) {  // gate, rounded as stored; this thread has the same row of up next
-          gate = RoundBf16(sum);
-          if (sg.out != p.silu_out) StoreF(sg.out, kBF16, i, gate);
-        } else {  // up, and SiLU(gate) * up as the SiLU-and-multiply op rounds it
-          const float up = RoundBf16(sum);
-          if (sg.out != p.silu_out) StoreF(sg.out, kBF16, i, up);
-          StoreF(p.silu_out, kBF16, i, SiluF(gate) * up);
+        } else {  // gate (this thread has the same row of up next), then up
+          StoreGateUpPair((ti & 1) != 0, sg.out, p.silu_out, i, sum, gate);
         }
       }
     }
