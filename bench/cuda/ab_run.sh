@@ -3,7 +3,8 @@
 # .deps/base.tar.gz, and the tree under test (the working tree, or .deps/src.tar.gz) are built side by
 # side, then device_run.sh's steps run with each, alternating base and test for $AB_ROUNDS rounds
 # (default 2), so that both see the same machine, clocks and warm-up: run-to-run differences between
-# calls (a few percent) then no longer hide a change's effect. Logs under $OUT/base-N and $OUT/test-N.
+# calls (a few percent) then no longer hide a change's effect. Logs under $OUT/base-N and $OUT/test-N; the
+# rounds' output in $OUT/rounds.txt, and last a table of both sides' numbers (bench/cuda/ab_summary.py).
 # Make the baseline here first (without the models and fixtures, which come from the working tree: the
 # carried folders hold 64 MiB in all), then carry .deps:
 #   git archive --format=tar.gz -o .deps/base.tar.gz REV -- . ':!models' ':!tests/fixtures'
@@ -38,4 +39,7 @@ for round in $(seq 1 "${AB_ROUNDS:-2}"); do
     bash "$RUN" "$@" 2>&1 | grep -v "^== build\|^build:"
   echo "== round $round: test"
   OUT=$OUT/test-$round bash "$RUN" "$@" 2>&1 | grep -v "^== build\|^build:"
-done
+done | tee "$OUT/rounds.txt"
+# Base and test side by side (GPU busy and step time per decode step, tok/s, gemv_bench's passes).
+echo "== summary"
+python3 "$ROOT/bench/cuda/ab_summary.py" "$OUT/rounds.txt" | tee "$OUT/summary.txt"

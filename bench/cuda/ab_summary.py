@@ -1,0 +1,76 @@
+"""Summarises bench/cuda/ab_run.sh's output: one row per measurement, base and test side by side.
+
+Reads the rounds ("== round N: base|test") and in them the decode steps of `infernix bench` (GPU busy and
+step time per step, and tokens/s, for each model line, test name and batch; with --depth the depth) and
+the chains and passes of gemv_bench (us). Prints, per row, each round's values and the ratio of the
+medians (test / base: below 1 is faster for times, above 1 for tokens/s).
+
+  python3 bench/cuda/ab_summary.py AB_OUTPUT
+"""
+import re
+import statistics
+import sys
+
+ROUND = re.compile(r"^== round (\d+): (base|test)")
+MODEL = re.compile(r"^model: (\S+), (\d+) layers.*\(dummy (\S+) weights\)")
+BUSY = re.compile(r"^(tg\d+) batch (\d+): .*GPU busy ([\d.]+) ms of ([\d.]+) ms per step")
+PREFILLED = re.compile(r"^tg\d+ batch \d+: context of (\d+) tokens prefilled")
+TOKS = re.compile(r"^\| (tg\d+(?: @ d\d+)?|pp\d+) \| (\d+) \| ([\d.]+) \|")
+GEMV_HEAD = re.compile(r"^device: .*; (\d+) layers of (\S+) weights")
+GEMV_ROW = re.compile(r"^\| (\d+) \| ([^|]+?) \| ([\d.]+) \|")
+
+
+def parse(lines):
+    """{key: {"base": [values by round], "test": [...]}}, keys in first-seen order."""
+    rows = {}
+    side = None
+    model = gemv = ""
+    depth = ""  # of the next decode steps: the bench says it in a line of its own before them
+    for line in lines:
+        line = line.rstrip("\n")
+        m = ROUND.match(line)
+        if m:
+            side = m.group(2)
+            model = gemv = ""
+            continue
+        if side is None:
+            continue
+
+        def add(key, value):
+            rows.setdefault(key, {"base": [], "test": []})[side].append(value)
+
+        if m := MODEL.match(line):
+            model, gemv = f"{m.group(1)} {m.group(2)}L {m.group(3)}", ""
+        elif m := GEMV_HEAD.match(line):
+            gemv, model = f"gemv {m.group(2)} x{m.group(1)}", ""
+        elif m := PREFILLED.match(line):
+            depth = f" @ d{m.group(1)}"
+        elif m := BUSY.match(line):
+            what = f"{model} {m.group(1)}{depth} b{m.group(2)}"
+            depth = ""
+            add((what, "GPU busy ms"), float(m.group(3)))
+            add((what, "step ms"), float(m.group(4)))
+        elif (m := TOKS.match(line)) and model:
+            add((f"{model} {m.group(1)} b{m.group(2)}", "tok/s"), float(m.group(3)))
+        elif (m := GEMV_ROW.match(line)) and gemv:
+            add((f"{gemv} {m.group(2).strip()} n{m.group(1)}", "us"), float(m.group(3)))
+    return rows
+
+
+def main():
+    with open(sys.argv[1]) as f:
+        rows = parse(f)
+    if not rows:
+        print("ab_summary: no rounds found")
+        return
+    print(f"{'measurement':58s} {'unit':11s} {'base':>21s} {'test':>21s} {'test/base':>9s}")
+    for (what, unit), v in rows.items():
+        base, test = v["base"], v["test"]
+        ratio = (f"{statistics.median(test) / statistics.median(base):9.3f}"
+                 if base and test and statistics.median(base) else f"{'':9s}")
+        fmt = lambda xs: " ".join(f"{x:.3f}" if x < 100 else f"{x:.1f}" for x in xs)
+        print(f"{what[:58]:58s} {unit:11s} {fmt(base):>21s} {fmt(test):>21s} {ratio}")
+
+
+if __name__ == "__main__":
+    main()
