@@ -355,6 +355,22 @@ __device__ __forceinline__ void StageChunk(uint8_t* dst, const uint8_t* w, int r
   }
 }
 
+// The integer mma of scale group j of rows g and g + 8 (codes wg / wh, 32 values, or gi: 16 values read from
+// rg / rh) with this thread's B row xb: C columns 2t, 2t + 1 into cc (zeroed first).
+template <int T>
+__device__ __forceinline__ void GroupMma32(const int8_t* xb, int j, int t, uint2 wg, uint2 wh, int* cc) {
+  const uint2 bx = *reinterpret_cast<const uint2*>(xb + 32 * j + 8 * t);
+  cc[0] = cc[1] = cc[2] = cc[3] = 0;
+  MmaInt32<T == kQ8_0 || T == kIQ4_NL || T == kIQ4_XS>(cc, wg.x, wh.x, wg.y, wh.y, bx.x, bx.y);
+}
+template <int T>
+__device__ __forceinline__ void GroupMma16(const uint8_t* rg, const uint8_t* rh, const int8_t* xb, int gi, int t,
+                                           int* cc) {
+  const uint32_t bx = *reinterpret_cast<const uint32_t*>(xb + 16 * gi + 4 * t);
+  cc[0] = cc[1] = cc[2] = cc[3] = 0;
+  MmaInt<false>(cc, Codes16<T>(rg, gi, t), Codes16<T>(rh, gi, t), bx);
+}
+
 // Adds factor x (one staged chunk of an integer type) @ (int8 activations) to acc: rows g, g, g+8, g+8 of
 // the chunk times the C columns 2t, 2t+1. rows16: the chunk's 16 rows, StageWords<T>() words apart; xb:
 // this thread's B row (token of column g) at the chunk's first value; xs0, xs1: the {dx, dx * sum} of the
@@ -389,18 +405,15 @@ __device__ __forceinline__ void ChunkProductInt(const uint8_t* rows16, float2* t
   if constexpr (kG == 32) {
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
-      const uint2 wg = Codes32<T>(rg, j, t), wh = Codes32<T>(rh, j, t);
-      const uint2 bx = *reinterpret_cast<const uint2*>(xb + 32 * j + 8 * t);
-      int cc[4] = {0, 0, 0, 0};
-      MmaInt32<T == kQ8_0 || T == kIQ4_NL || T == kIQ4_XS>(cc, wg.x, wh.x, wg.y, wh.y, bx.x, bx.y);
+      int cc[4];
+      GroupMma32<T>(xb, j, t, Codes32<T>(rg, j, t), Codes32<T>(rh, j, t), cc);
       accumulate(cc, j);
     }
   } else {
 #pragma unroll
     for (int gi = 0; gi < 16; ++gi) {
-      const uint32_t bx = *reinterpret_cast<const uint32_t*>(xb + 16 * gi + 4 * t);
-      int cc[4] = {0, 0, 0, 0};
-      MmaInt<false>(cc, Codes16<T>(rg, gi, t), Codes16<T>(rh, gi, t), bx);
+      int cc[4];
+      GroupMma16<T>(rg, rh, xb, gi, t, cc);
       accumulate(cc, gi);
     }
   }
@@ -513,9 +526,8 @@ __device__ __forceinline__ void ChunkProductInt1(const uint8_t* rows16, float* t
         wg = Codes32<T>(rg, j, t);
         wh = Codes32<T>(rh, j, t);
       }
-      const uint2 bx = *reinterpret_cast<const uint2*>(xb + 32 * j + 8 * t);
-      int cc[4] = {0, 0, 0, 0};
-      MmaInt32<T == kQ8_0 || T == kIQ4_NL || T == kIQ4_XS>(cc, wg.x, wh.x, wg.y, wh.y, bx.x, bx.y);
+      int cc[4];
+      GroupMma32<T>(xb, j, t, wg, wh, cc);
       if (j % 4 == 0) {
         tg = *reinterpret_cast<const float4*>(tg_row + j);
         th = *reinterpret_cast<const float4*>(th_row + j);
@@ -526,9 +538,8 @@ __device__ __forceinline__ void ChunkProductInt1(const uint8_t* rows16, float* t
   } else {
 #pragma unroll
     for (int gi = 0; gi < 16; ++gi) {
-      const uint32_t bx = *reinterpret_cast<const uint32_t*>(xb + 16 * gi + 4 * t);
-      int cc[4] = {0, 0, 0, 0};
-      MmaInt<false>(cc, Codes16<T>(rg, gi, t), Codes16<T>(rh, gi, t), bx);
+      int cc[4];
+      GroupMma16<T>(rg, rh, xb, gi, t, cc);
       if (gi % 4 == 0) {
         tg = *reinterpret_cast<const float4*>(tg_row + gi);
         th = *reinterpret_cast<const float4*>(th_row + gi);
