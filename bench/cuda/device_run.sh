@@ -15,6 +15,8 @@
 #   gemvbench the decode GEMVs alone (bench/cuda/gemv_bench.cpp) for $GEMV_TYPES (default bf16, bf16 with
 #             each way of fusing the norms, q8_0, q4_k, f8_e4m3_b128) at 1 and 8 tokens
 #   sanitize  compute-sanitizer memcheck over the gpu tests
+#   racecheck compute-sanitizer racecheck (shared-memory hazards) over the op tests; set GTEST_FILTER to the
+#             kernels at hand: it is slow
 # Logs go to $OUT. Optional, carried in .deps/ (ignored by git): src.tar.gz (a `git archive` of the
 # commit under test, built instead of the working tree, whose models/ and tests/fixtures/ it takes;
 # $SRC_TAR names another archive), include/ + lib/ (cpp-httplib, PCRE2, utf8proc, toml++), for machines
@@ -132,5 +134,11 @@ for step in "$@"; do
         echo "sanitize $name: exit $?"
         grep -E "ERROR SUMMARY|PASSED|FAILED|Invalid|out of bounds" "$OUT/sanitize_$name.log" | head -8
       done ;;
+    racecheck)
+      echo "== compute-sanitizer racecheck"
+      (cd "$BUILD" && timeout "${RACECHECK_S:-280}" compute-sanitizer --tool racecheck --print-limit 20 \
+        ./$(find . -name backend_cuda_test -type f -perm -u+x | head -1) --gtest_brief=1 > "$OUT/racecheck.log" 2>&1)
+      echo "racecheck backend_cuda_test: exit $?"
+      grep -E "RACECHECK SUMMARY|ERROR SUMMARY|PASSED|FAILED|hazard" "$OUT/racecheck.log" | head -8 ;;
   esac
 done
