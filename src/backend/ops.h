@@ -113,7 +113,8 @@ class Backend {
   virtual void CopyToHost(const Tensor& src, void* host) = 0;        // src.size_bytes() bytes
   // Waits for src (f32) and returns its values in host memory that the caller may change, valid until
   // the next ReadToHost or ResetScratch: src itself on the CPU, the CUDA backend's page-locked readback
-  // buffer (copied into at the link's speed, without the staging of a copy to pageable memory).
+  // buffer (copied into at the link's speed, without the staging of a copy to pageable memory; reads of
+  // over 64 MB go to pageable memory instead).
   virtual std::span<float> ReadToHost(const Tensor& src) = 0;
   virtual std::unique_ptr<SequenceState> CreateState(const StateSpec& spec) = 0;
 

@@ -266,12 +266,19 @@ std::span<float> CudaBackend::ReadToHost(const Tensor& src) {
   INFX_CHECK(src.dtype == DType::kF32);
   const size_t bytes = src.size_bytes();
   constexpr size_t kMiB = size_t{1} << 20;
-  // Every read waits for its copy, so the old buffer is free to go.
-  if (readback_.size_bytes() < bytes) readback_ = cuda::PinnedBuffer((bytes + kMiB - 1) / kMiB * kMiB);
+  float* host = nullptr;
+  if (bytes <= kMaxPinnedReadback) {
+    // Every read waits for its copy, so the old buffer is free to go.
+    if (readback_.size_bytes() < bytes) readback_ = cuda::PinnedBuffer((bytes + kMiB - 1) / kMiB * kMiB);
+    host = static_cast<float*>(readback_.data());
+  } else {  // e.g. every row of a long prompt's logits: not worth pinning
+    readback_large_.resize(static_cast<size_t>(src.numel()));
+    host = readback_large_.data();
+  }
   Submit();
-  INFX_CUDA_CHECK(cudaMemcpyAsync(readback_.data(), src.data, bytes, cudaMemcpyDeviceToHost, stream_));
+  INFX_CUDA_CHECK(cudaMemcpyAsync(host, src.data, bytes, cudaMemcpyDeviceToHost, stream_));
   INFX_CUDA_CHECK(cudaStreamSynchronize(stream_));
-  return {static_cast<float*>(readback_.data()), static_cast<size_t>(src.numel())};
+  return {host, static_cast<size_t>(src.numel())};
 }
 
 std::unique_ptr<SequenceState> CudaBackend::CreateState(const StateSpec& spec) {

@@ -21,6 +21,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "backend/cuda/factory.h"
 #include "backend/cuda/gemm_lt.h"
@@ -163,8 +164,11 @@ class CudaBackend final : public Backend {
   cuda::PinnedArena staging_[2];
   cudaEvent_t staging_done_[2] = {nullptr, nullptr};
   int staging_current_ = -1;  // staging buffer of the unit being recorded; -1: none chosen yet
-  // ReadToHost's destination (logits), grown to the largest read so far.
+  // ReadToHost's destination (logits): page-locked, grown to the largest read so far up to
+  // kMaxPinnedReadback (64 rows of Qwen3's vocabulary take 39 MB); larger reads go to pageable memory.
+  static constexpr size_t kMaxPinnedReadback = size_t{64} << 20;
   cuda::PinnedBuffer readback_;
+  std::vector<float> readback_large_;
   cuda::GemmLt gemm_;
   cuda::Recorder recorder_;
   cuda::GemvBatch gemv_{};
