@@ -9,6 +9,8 @@
 #   hybrid    issue 6 / 7 decode set with dummy weights: Qwen3-30B-A3B bf16 (pp2048; tg32 at batch 1 and
 #             8, depth 0 and 1024), Qwen3-Next-80B-A3B bf16 with 24 layers (pp8192; batch 1 and 8, depth
 #             0, 1024, 131072), FP8 Qwen3-Next-80B-A3B with all 48 layers (batch 1 and 8); ~6 minutes
+#   longctx   decode at long context with dummy bf16 weights: Qwen3-8B at depths 0 and 32,768, and
+#             Qwen3-Next-80B-A3B with 24 layers at 0 and 131,072 (tg32, batch 1)
 #   ncu       per-kernel time and DRAM traffic of batch-1 decode steps ($NCU_MODEL config, default
 #             qwen3-8b; $NCU_ARGS added to the bench command, e.g. "--num-layers 4 --dummy-quant q4_k";
 #             $NCU_SKIP / $NCU_COUNT launches skipped / profiled; $NCU_TAG names the log)
@@ -133,6 +135,15 @@ for step in "$@"; do
           ./$(find . -name "$name" -type f -perm -u+x | head -1) --gtest_brief=1 > "$OUT/sanitize_$name.log" 2>&1)
         echo "sanitize $name: exit $?"
         grep -E "ERROR SUMMARY|PASSED|FAILED|Invalid|out of bounds" "$OUT/sanitize_$name.log" | head -8
+      done ;;
+    longctx)
+      echo "== bench, decode at long context"
+      for args in "qwen3-8b:-d 0,32768" "qwen3-next-80b-a3b:--num-layers 24 -d 0,131072"; do
+        cfg=${args%%:*}
+        echo "-- $cfg ${args#*:}"
+        # shellcheck disable=SC2086  # the arguments are meant to split
+        timeout 290 "$BUILD"/bin/infernix bench --model "$SRC"/bench/configs/$cfg.json --dummy-weights --backend cuda \
+          -p 64 -n 32 -b 1 -r 1 ${args#*:} 2>&1 | tee -a "$OUT/longctx.log" | grep -E "GPU busy|^\| tg|prefilled|model:"
       done ;;
     racecheck)
       echo "== compute-sanitizer racecheck"
