@@ -19,6 +19,7 @@ using testing::ModelDir;
 struct Collected {
   std::vector<int32_t> tokens;
   std::string text;
+  std::vector<float> logprobs;  // each token's (0 unless the request asked for logprobs)
   RequestUpdate final_update;
 };
 
@@ -33,6 +34,7 @@ Collected Collect(RequestHandle& h) {
     for (const auto& t : u.tokens) {
       c.tokens.push_back(t.token);
       c.text += t.text;
+      c.logprobs.push_back(t.logprob);
     }
     if (u.finished) c.final_update = u;
   }
@@ -124,40 +126,23 @@ TEST_F(EngineTest, SampledConcurrentRequestsDoNotDependOnTheSamplingThreads) {
       EXPECT_EQ(s.status, SubmitStatus::kAccepted) << s.message;
       handles.push_back(s.handle);
     }
-    std::vector<std::pair<Collected, std::vector<float>>> out;
-    for (auto& h : handles) {
-      Collected c;
-      std::vector<float> logprobs;
-      RequestUpdate u;
-      while (!c.final_update.finished) {
-        if (!h->Wait(&u, std::chrono::milliseconds(20000))) {
-          ADD_FAILURE() << "no update for 20 s";
-          break;
-        }
-        for (const auto& t : u.tokens) {
-          c.tokens.push_back(t.token);
-          c.text += t.text;
-          logprobs.push_back(t.logprob);
-        }
-        if (u.finished) c.final_update = u;
-      }
-      out.emplace_back(std::move(c), std::move(logprobs));
-    }
+    std::vector<Collected> out;
+    for (auto& h : handles) out.push_back(Collect(*h));
     return out;
   };
   const auto alone = run(1, 1), one = run(4, 1), four = run(4, 4);
   ASSERT_EQ(one.size(), four.size());
   ASSERT_EQ(one.size(), alone.size());
   for (size_t i = 0; i < one.size(); ++i) {
-    EXPECT_EQ(one[i].first.tokens.size(), 12u) << "request " << i;
+    EXPECT_EQ(one[i].tokens.size(), 12u) << "request " << i;
     for (const auto* other : {&one, &four}) {
-      EXPECT_EQ(alone[i].first.tokens, (*other)[i].first.tokens) << "request " << i;
-      EXPECT_EQ(alone[i].first.text, (*other)[i].first.text) << "request " << i;
-      EXPECT_EQ(alone[i].second, (*other)[i].second) << "request " << i;
+      EXPECT_EQ(alone[i].tokens, (*other)[i].tokens) << "request " << i;
+      EXPECT_EQ(alone[i].text, (*other)[i].text) << "request " << i;
+      EXPECT_EQ(alone[i].logprobs, (*other)[i].logprobs) << "request " << i;
     }
   }
   // Not all the same sequence: the draws differ between requests.
-  EXPECT_NE(one[0].first.tokens, one[1].first.tokens);
+  EXPECT_NE(one[0].tokens, one[1].tokens);
 }
 
 TEST_F(EngineTest, StopTokenAndStopString) {
