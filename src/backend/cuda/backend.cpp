@@ -275,9 +275,7 @@ std::span<float> CudaBackend::ReadToHost(const Tensor& src) {
     readback_large_.resize(static_cast<size_t>(src.numel()));
     host = readback_large_.data();
   }
-  Submit();
-  INFX_CUDA_CHECK(cudaMemcpyAsync(host, src.data, bytes, cudaMemcpyDeviceToHost, stream_));
-  INFX_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  CopyToHost(src, host);
   return {host, static_cast<size_t>(src.numel())};
 }
 
