@@ -16,7 +16,7 @@ function(infernix_stage_files out_var src_dir dst_dir)
       string(REGEX REPLACE "\\.zst$" "" rel_out ${rel})
       set(out ${dst_dir}/${rel_out})
       add_custom_command(OUTPUT ${out}
-        COMMAND ${INFERNIX_UNZSTD} ${in} ${INFERNIX_UNZSTD_OUT} ${out}
+        COMMAND infernix_unzstd ${in} ${out}
         DEPENDS ${in} VERBATIM)
     else()
       set(out ${dst_dir}/${rel})

@@ -1,5 +1,5 @@
-// Build helper for machines without the zstd program (the fixtures' *.zst files are decompressed at build
-// time, cmake/InfernixFixtures.cmake): `unzstd IN OUT` decompresses one zstd file, streaming.
+// Build helper: the fixtures' *.zst files are decompressed at build time (cmake/InfernixFixtures.cmake,
+// tests/CMakeLists.txt) by `infernix_unzstd IN OUT`, one zstd file, streaming.
 #include <zstd.h>
 
 #include <cstdio>
@@ -14,7 +14,7 @@ struct FileCloser {
 using File = std::unique_ptr<std::FILE, FileCloser>;
 
 int Fail(const char* what, const char* path) {
-  std::fprintf(stderr, "unzstd: %s: %s\n", what, path);
+  std::fprintf(stderr, "infernix_unzstd: %s: %s\n", what, path);
   return 1;
 }
 
@@ -22,7 +22,7 @@ int Fail(const char* what, const char* path) {
 
 int main(int argc, char** argv) {
   if (argc != 3) {
-    std::fprintf(stderr, "usage: unzstd IN OUT\n");
+    std::fprintf(stderr, "usage: infernix_unzstd IN OUT\n");
     return 2;
   }
   File in(std::fopen(argv[1], "rb"));
