@@ -74,10 +74,24 @@ ninja -C "$BUILD" -j"$JOBS" -k 0 $targets > "$OUT/build.log" 2>&1 ||
 echo "build: $(( $(date +%s) - start )) s"
 grep -E "registers|spill" "$OUT/build.log" | sort | uniq -c | sort -rn | head -5
 [ -n "${BUILD_ONLY:-}" ] && exit 0
+bin_of() { find "$BUILD" -name "$1" -type f -perm -u+x | head -1; }  # a test binary of the build
 run_test() {  # name, timeout
-  (cd "$BUILD" && timeout "$2" ./$(find . -name "$1" -type f -perm -u+x | head -1) --gtest_brief=1 > "$OUT/$1.log" 2>&1)
+  (cd "$BUILD" && timeout "$2" "$(bin_of "$1")" --gtest_brief=1 > "$OUT/$1.log" 2>&1)
   echo "$1: exit $?"
   grep -E "Failure|FAILED|metric|Skipped|PASSED|SKIPPED|rror|Expected|Which is|Value of" "$OUT/$1.log" | head -${3:-80}
+}
+# infernix bench on dummy weights (tg32, one repetition) for each "config:arguments" after the first two
+# parameters: the log's name under $OUT, and the pattern of the lines to print.
+bench_set() {
+  local log=$1 pattern=$2 args cfg
+  shift 2
+  for args in "$@"; do
+    cfg=${args%%:*}
+    echo "-- $cfg ${args#*:}"
+    # shellcheck disable=SC2086  # the arguments are meant to split
+    timeout 290 "$BUILD"/bin/infernix bench --model "$SRC"/bench/configs/$cfg.json --dummy-weights --backend cuda \
+      -n 32 -r 1 ${args#*:} 2>&1 | tee -a "$OUT/$log.log" | grep -E "$pattern"
+  done
 }
 for step in "$@"; do
   case $step in
@@ -102,14 +116,9 @@ for step in "$@"; do
       done ;;
     hybrid)
       echo "== bench, hybrid and MoE decode"
-      for args in "qwen3-30b-a3b:-p 2048 -b 1,8 -d 0,1024" "qwen3-next-80b-a3b:--num-layers 24 -p 8192 -b 1,8 -d 0,1024,131072" \
-                  "qwen3-next-80b-a3b:--dummy-quant f8_e4m3_b128 -p 64 -b 1,8"; do
-        cfg=${args%%:*}
-        echo "-- $cfg ${args#*:}"
-        # shellcheck disable=SC2086  # the arguments are meant to split
-        timeout 290 "$BUILD"/bin/infernix bench --model "$SRC"/bench/configs/$cfg.json --dummy-weights --backend cuda \
-          -n 32 -r 1 ${args#*:} 2>&1 | tee -a "$OUT/hybrid.log" | grep -E "GPU busy|^\| |prefilled|device:"
-      done ;;
+      bench_set hybrid "GPU busy|^\| |prefilled|device:" "qwen3-30b-a3b:-p 2048 -b 1,8 -d 0,1024" \
+        "qwen3-next-80b-a3b:--num-layers 24 -p 8192 -b 1,8 -d 0,1024,131072" \
+        "qwen3-next-80b-a3b:--dummy-quant f8_e4m3_b128 -p 64 -b 1,8" ;;
     ncu)
       echo "== ncu: kernels of decode steps at batch 1 (${NCU_MODEL:-qwen3-8b} ${NCU_ARGS:-})"
       NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
@@ -132,23 +141,18 @@ for step in "$@"; do
       for t in backend_cuda_test:${SANITIZE_OPS_S:-280} gpu_model_test:${SANITIZE_MODELS_S:-150}; do
         name=${t%%:*}
         (cd "$BUILD" && timeout "${t##*:}" compute-sanitizer --tool memcheck --print-limit 20 \
-          ./$(find . -name "$name" -type f -perm -u+x | head -1) --gtest_brief=1 > "$OUT/sanitize_$name.log" 2>&1)
+          "$(bin_of "$name")" --gtest_brief=1 > "$OUT/sanitize_$name.log" 2>&1)
         echo "sanitize $name: exit $?"
         grep -E "ERROR SUMMARY|PASSED|FAILED|Invalid|out of bounds" "$OUT/sanitize_$name.log" | head -8
       done ;;
     longctx)
       echo "== bench, decode at long context"
-      for args in "qwen3-8b:-d 0,32768" "qwen3-next-80b-a3b:--num-layers 24 -d 0,131072"; do
-        cfg=${args%%:*}
-        echo "-- $cfg ${args#*:}"
-        # shellcheck disable=SC2086  # the arguments are meant to split
-        timeout 290 "$BUILD"/bin/infernix bench --model "$SRC"/bench/configs/$cfg.json --dummy-weights --backend cuda \
-          -p 64 -n 32 -b 1 -r 1 ${args#*:} 2>&1 | tee -a "$OUT/longctx.log" | grep -E "GPU busy|^\| tg|prefilled|model:"
-      done ;;
+      bench_set longctx "GPU busy|^\| tg|prefilled|model:" "qwen3-8b:-p 64 -b 1 -d 0,32768" \
+        "qwen3-next-80b-a3b:--num-layers 24 -p 64 -b 1 -d 0,131072" ;;
     racecheck)
       echo "== compute-sanitizer racecheck"
       (cd "$BUILD" && timeout "${RACECHECK_S:-280}" compute-sanitizer --tool racecheck --print-limit 20 \
-        ./$(find . -name backend_cuda_test -type f -perm -u+x | head -1) --gtest_brief=1 > "$OUT/racecheck.log" 2>&1)
+        "$(bin_of backend_cuda_test)" --gtest_brief=1 > "$OUT/racecheck.log" 2>&1)
       echo "racecheck backend_cuda_test: exit $?"
       grep -E "RACECHECK SUMMARY|ERROR SUMMARY|PASSED|FAILED|hazard" "$OUT/racecheck.log" | head -8 ;;
   esac
