@@ -10,6 +10,7 @@
 namespace infernix::cuda {
 
 void ConfigureSplitAttention(size_t max_smem);
+void ConfigureAttentionDecodeMma(size_t max_smem_optin);
 
 namespace {
 
@@ -22,11 +23,6 @@ __device__ __forceinline__ void Mma(float* c, const uint32_t* a, uint32_t b0, ui
       "{%0,%1,%2,%3};\n"
       : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-__device__ __forceinline__ uint32_t PackBf16(float lo, float hi) {
-  __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-  return *reinterpret_cast<uint32_t*>(&v);
 }
 
 template <int D>
@@ -224,6 +220,7 @@ void ConfigureAttentionKernels(size_t max_smem_optin) {
     INFX_CUDA_CHECK(cudaFuncSetAttribute(FlashKernel<256>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          static_cast<int>(SmemBytes<256>())));
   ConfigureSplitAttention(std::min<size_t>(max_smem_optin, 160 * 1024));
+  ConfigureAttentionDecodeMma(max_smem_optin);
 }
 
 bool FlashAttentionFits(int head_dim, size_t max_smem_optin) {

@@ -1,6 +1,7 @@
 // CPU-vs-CUDA tests of attention over the paged KV cache: a prefill, decode steps and a mixed batch
-// (decode + continued chunk + fresh prompt) in sequence, for each kernel (flash, split-KV) and head
-// shape (GQA groups 1..16, head_dim 32..256, one not a multiple of 8), and a long-context decode.
+// (decode + continued chunk + fresh prompt) in sequence, for each kernel (flash, split-KV: on tensor
+// cores, and on CUDA cores for head_dim not a multiple of 8) and head shape (GQA groups 1..16, head_dim
+// 32..256, one not a multiple of 8), and a long-context decode.
 #include <fmt/format.h>
 
 #include "backend/cuda/test_util.h"
@@ -135,9 +136,12 @@ TEST(CudaAttention, LongContextDecodeSplitsTheSequence) {
   const std::vector<std::vector<std::array<int64_t, 3>>> steps = {
       {{0, 3000, 0}}, {{0, 1, 3000}}, {{0, 1, 3001}, {1, 1, 0}}};
   RunSteps(CudaOptions::Attention::kAuto, Heads{8, 2, 128}, 4096, steps, 77);
-  // Many KV heads leave few splits (2 x SMs blocks in all): each split then walks several
-  // double-buffered sub-tiles of 32 keys, and a partial last one (16-byte and scalar K/V loads).
+  // Many KV heads leave few splits (as many blocks as are resident): each split then walks several
+  // double-buffered sub-tiles of 32 keys (CUDA cores, head_dim 36) or several KV pages through the
+  // tensor-core kernel's ring of page buffers (head_dim 256 on a 132-SM H200: one block per SM, 8
+  // splits of 6 pages at one token, 12 pages at two, so the ring of 3 wraps), and a partial last one.
   RunSteps(CudaOptions::Attention::kSplit, Heads{16, 16, 64}, 4096, steps, 78);
+  RunSteps(CudaOptions::Attention::kSplit, Heads{16, 16, 256}, 4096, steps, 80);
   RunSteps(CudaOptions::Attention::kSplit, Heads{8, 8, 36}, 4096, steps, 79);
 }
 

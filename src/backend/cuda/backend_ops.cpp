@@ -389,19 +389,29 @@ void CudaBackend::Attention(const Tensor& q, const Tensor& k, const Tensor& v, S
                  "attention: {} query heads per KV head with head_dim {} exceed shared memory", group, d);
   // The number of splits depends only on the state's max_context and the batch (so that decode steps
   // keep the same launch shape and replay as one graph); the kernel spreads each token's actual
-  // context over them in sub-tiles of 32 keys, leaving the splits past it empty.
-  const int64_t target_blocks = 2 * static_cast<int64_t>(props_.multiProcessorCount);
+  // context over them (the CUDA-core kernel in sub-tiles of 32 keys, the tensor-core one in whole pages),
+  // leaving the splits past it empty.
   const int64_t max_splits = std::max<int64_t>(1, (spec.max_context + 31) / 32);
-  const int64_t splits = std::clamp<int64_t>((target_blocks + n * hkv - 1) / (n * hkv), 1, max_splits);
+  // Tensor cores where the shape allows (the query heads of a GQA group as the rows of one mma tile). Both
+  // kernels get two blocks per SM; where fewer are resident (the tensor-core kernel at head_dim 256: one),
+  // as many as are, rounding the splits down, so that every split streams its chunk in one wave.
+  const bool mma = cuda::AttentionDecodeMmaFits(group, static_cast<int>(d), smem_optin_);
+  const int64_t two_per_sm = 2 * static_cast<int64_t>(props_.multiProcessorCount);
+  const int64_t target_blocks =
+      mma ? std::min(two_per_sm, cuda::AttentionDecodeMmaResidentBlocks(static_cast<int>(d))) : two_per_sm;
+  const int64_t splits = std::clamp<int64_t>(
+      mma && target_blocks < two_per_sm ? target_blocks / (n * hkv) : (target_blocks + n * hkv - 1) / (n * hkv), 1,
+      max_splits);
+  const auto split_kernel = mma ? cuda::LaunchAttentionDecodeMma : cuda::LaunchAttentionSplit;
   if (splits == 1) {  // the split kernel writes the output itself
-    Enqueue(cuda::LaunchAttentionSplit, dl, kv, q.data, static_cast<int32_t>(hq), scale, 1,
-            static_cast<float*>(nullptr), static_cast<float*>(nullptr), out.data);
+    Enqueue(split_kernel, dl, kv, q.data, static_cast<int32_t>(hq), scale, 1, static_cast<float*>(nullptr),
+            static_cast<float*>(nullptr), out.data);
     return;
   }
   Tensor ws_o = Scratch(DType::kF32, {n, hq, splits, d});
   Tensor ws_ml = Scratch(DType::kF32, {n, hq, splits, 2});
-  Enqueue(cuda::LaunchAttentionSplit, dl, kv, q.data, static_cast<int32_t>(hq), scale, static_cast<int32_t>(splits),
-          ws_o.as<float>(), ws_ml.as<float>(), static_cast<void*>(nullptr));
+  Enqueue(split_kernel, dl, kv, q.data, static_cast<int32_t>(hq), scale, static_cast<int32_t>(splits), ws_o.as<float>(),
+          ws_ml.as<float>(), static_cast<void*>(nullptr));
   Enqueue(cuda::LaunchAttentionCombine, static_cast<int32_t>(n), static_cast<int32_t>(hq), static_cast<int32_t>(d),
           static_cast<int32_t>(splits), ws_o.as<const float>(), ws_ml.as<const float>(), out.data);
 }

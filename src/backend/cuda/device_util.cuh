@@ -134,6 +134,12 @@ __device__ __forceinline__ void MmaBf16(float* c, uint32_t a0, uint32_t a1, uint
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
+// Two floats as the bf16 pair of an mma fragment register (lo in the low half).
+__device__ __forceinline__ uint32_t PackBf16(float lo, float hi) {
+  __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<uint32_t*>(&v);
+}
+
 // ---- cp.async and ldmatrix (sm_80+), shared by the tensor-core kernels ----
 // 16 bytes global -> shared, asynchronously; the Zfill form writes zeros instead when !valid (gmem is then
 // not read, but must be a valid address expression).

@@ -205,6 +205,14 @@ void LaunchQkvPrep(cudaStream_t s, DeviceLayout layout, KvCacheView kv, QkvPrep 
 // With n_splits == 1 and direct_out set, it writes the final bf16 output there instead.
 void LaunchAttentionSplit(cudaStream_t s, DeviceLayout layout, KvCacheView kv, const void* q, int32_t n_heads,
                           float scale, int32_t n_splits, float* ws_o, float* ws_ml, void* direct_out);
+// The same on tensor cores (attention_decode_mma.cu), where AttentionDecodeMmaFits: head_dim % 8 == 0 and
+// <= 256, GQA groups of <= 16, its shared memory within max_smem_optin. Chunks are whole KV pages.
+// direct_out is given exactly when n_splits == 1.
+bool AttentionDecodeMmaFits(int group, int head_dim, size_t max_smem_optin);
+// Blocks of that kernel resident on the device at once for head_dim (the splits fill one wave).
+int64_t AttentionDecodeMmaResidentBlocks(int head_dim);
+void LaunchAttentionDecodeMma(cudaStream_t s, DeviceLayout layout, KvCacheView kv, const void* q, int32_t n_heads,
+                              float scale, int32_t n_splits, float* ws_o, float* ws_ml, void* direct_out);
 // out [n_tokens, n_heads, head_dim] (bf16) from the partial results.
 void LaunchAttentionCombine(cudaStream_t s, int32_t n_tokens, int32_t n_heads, int32_t head_dim, int32_t n_splits,
                             const float* ws_o, const float* ws_ml, void* out);

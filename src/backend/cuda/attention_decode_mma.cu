@@ -1,0 +1,305 @@
+// Split-KV decode attention on tensor cores (mma.sync m16n8k16, bf16 in, f32 accumulation): the same
+// contract as the CUDA-core split kernel (attention_decode.cu; kernels.h, LaunchAttentionSplit) for
+// head_dim a multiple of 8 up to 256 and GQA groups of up to 16 query heads. A block owns one token, one
+// KV head and one chunk of key positions (whole KV pages of 64 keys); the group's query heads are the
+// 16 rows of the A operand (zero rows past the group), so K and V are read once per group. The pages
+// stream through a ring of shared-memory buffers (cp.async; Stages below), so that while the block
+// computes on one page the next ones are in flight: at long contexts the kernel is bound by the K/V
+// bytes. Each of the 4 warps takes 16 keys of every page and keeps its own online softmax in registers;
+// the warps' partial results are merged through shared memory at the end. The CUDA-core kernel computes
+// every score with one lane per key and was bound by instruction issue at long contexts (~1.25 TB/s of
+// K/V).
+#include <cmath>
+
+#include "backend/cuda/device_util.cuh"
+
+namespace infernix::cuda {
+namespace {
+
+constexpr int kThreads = 128;
+constexpr int kWarps = kThreads / 32;
+constexpr int kRows = 16;  // query heads of a group, padded
+static_assert(kPageSize == kWarps * 16, "each warp takes 16 keys of a page");
+
+template <int D>
+__host__ __device__ constexpr int Stride() {
+  return D + 8;  // bf16 per shared-memory row: 16 bytes of padding against bank conflicts
+}
+
+// Pages in shared memory at once. Three for head_dim 256 (206 KiB, one block per SM with two pages in
+// flight while it computes on the third): Qwen3-Next-80B-A3B (24 layers) at 131,072 tokens of context
+// took 2.865 ms of GPU time per decode step instead of 3.106 with one page and two blocks per SM
+// (2.30-2.32 at depth 0). One for smaller head_dims (load, wait, compute): with three (106 KiB at
+// head_dim 128), Qwen3-8B's decode steps in CUDA graphs took 23% longer even at depth 0 (GPU busy 5.67
+// vs 4.61 ms), although ncu timed the kernel itself the same (5.5 us), and 19% longer at 32,768 tokens
+// (docs/cuda.md).
+template <int D>
+__host__ __device__ constexpr int Stages() {
+  return D <= 128 ? 1 : 3;
+}
+
+// Q (kRows rows), then kStages buffers of K and V of one page; after the pages, the same bytes hold the
+// warps' partial results: o [kWarps][kRows][D] f32, then m and l [kWarps][kRows].
+template <int D>
+constexpr size_t SmemBytes() {
+  const size_t tiles = size_t{kRows + 2 * kPageSize * Stages<D>()} * Stride<D>() * sizeof(bf16);
+  const size_t merge = size_t{kWarps} * kRows * (D + 2) * sizeof(float);
+  return tiles > merge ? tiles : merge;
+}
+
+template <int D>
+__global__ void __launch_bounds__(kThreads)
+    DecodeMmaKernel(DeviceLayout layout, KvCacheView kv, const bf16* q, int n_heads, float scale_log2, int n_splits,
+                    float* ws_o, float* ws_ml, bf16* direct_out) {
+  constexpr int kStride = Stride<D>();
+  constexpr int kChunks = D / 8;  // 16-byte chunks per padded row
+  AllowDependentLaunch();
+  const int t = blockIdx.x, kvh = blockIdx.y, split = blockIdx.z, tid = threadIdx.x;
+  const int hkv = kv.n_kv_heads, d = kv.head_dim, d_chunks = d / 8, group = n_heads / hkv;
+  const int seq = layout.token_seq[t], slot = layout.seq_info[seq * 4], pos = layout.token_pos[t];
+  // Whole pages per split; the splits past the context are empty.
+  const int len = pos + 1, per_split = (len + n_splits - 1) / n_splits;
+  const int chunk = (per_split + kPageSize - 1) / kPageSize * kPageSize;
+  const int begin = split * chunk, end = min(begin + chunk, len);
+  const int64_t head0 = static_cast<int64_t>(t) * n_heads + static_cast<int64_t>(kvh) * group;
+  WaitForPrevious();   // q and this token's K/V come from the kernel before
+  if (begin >= end) {  // an empty partial result for the combine kernel
+    for (int i = tid; i < group; i += kThreads) {
+      ws_ml[((head0 + i) * n_splits + split) * 2] = -INFINITY;
+      ws_ml[((head0 + i) * n_splits + split) * 2 + 1] = 0.0f;
+    }
+    return;
+  }
+  extern __shared__ __align__(16) unsigned char smem[];
+  constexpr int kStages = Stages<D>();
+  constexpr int kBuffer = 2 * kPageSize * kStride;  // K then V of one page, bf16
+  bf16* qs = reinterpret_cast<bf16*>(smem);
+  bf16* pages = qs + kRows * kStride;
+  for (int i = tid; i < kRows * kChunks; i += kThreads) {
+    const int r = i / kChunks, c = i - r * kChunks;
+    const bool valid = r < group && c < d_chunks;
+    CpAsync16Zfill(qs + r * kStride + c * 8, q + (valid ? (head0 + r) * d + c * 8 : 0), valid);
+  }
+  const bf16* kpages = static_cast<const bf16*>(kv.k_pages);
+  const bf16* vpages = static_cast<const bf16*>(kv.v_pages);
+  const int first = begin / kPageSize, last = (end - 1) / kPageSize;  // the chunk's pages
+  // Page kb's K and V into buffer kb % kStages, zeros for keys outside the chunk (no NaN from stale bytes
+  // reaches P V) and for columns past head_dim. One cp.async group per page, empty past the last page, so
+  // that the group count stays uniform.
+  auto load_page = [&](int kb) {
+    if (kb <= last) {
+      bf16* ks = pages + (kb % kStages) * kBuffer;
+      bf16* vs = ks + kPageSize * kStride;
+      const int page = kv.page_table[static_cast<int64_t>(slot) * kv.pages_per_slot + kb];
+      const int64_t base = (static_cast<int64_t>(page) * hkv + kvh) * kPageSize * d;
+      for (int i = tid; i < kPageSize * kChunks; i += kThreads) {
+        const int r = i / kChunks, c = i - r * kChunks;
+        const int key = kb * kPageSize + r;
+        const bool valid = key >= begin && key < end && c < d_chunks;
+        const int64_t src = valid ? base + static_cast<int64_t>(r) * d + c * 8 : 0;
+        CpAsync16Zfill(ks + r * kStride + c * 8, kpages + src, valid);
+        CpAsync16Zfill(vs + r * kStride + c * 8, vpages + src, valid);
+      }
+    }
+    CpAsyncCommit();
+  };
+#pragma unroll
+  for (int j = 0; j < kStages - 1; ++j) load_page(first + j);  // Q travels with the first page's group
+
+  const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
+  float o[D / 8][4];
+#pragma unroll
+  for (int i = 0; i < D / 8; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
+  float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.0f, 0.0f};  // rows g and g + 8
+  for (int kb = first; kb <= last; ++kb) {
+    if constexpr (kStages == 1) {
+      __syncthreads();  // every warp is done with the previous page
+      load_page(kb);
+      CpAsyncWait<0>();
+      __syncthreads();
+    } else {
+      CpAsyncWait<(kStages > 1 ? kStages - 2 : 0)>();  // page kb has landed (later ones may be in flight)
+      __syncthreads();              // for every thread; and every warp is done with page kb - 1's buffer,
+      load_page(kb + kStages - 1);  // which takes this page
+    }
+    const bf16* ks = pages + (kb % kStages) * kBuffer;
+    const bf16* vs = ks + kPageSize * kStride;
+
+    // S = Q K^T for the 16 rows and this warp's 16 keys of the page (2 tiles of 8 keys).
+    // Even and odd steps of head_dim accumulate apart (two independent mma chains per tile).
+    const int key0 = warp * 16;
+    float s[2][4] = {}, s_odd[2][4] = {};
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) {
+      uint32_t a[4];
+      LdMatrixX4(a, qs + (lane & 15) * kStride + kk * 16 + (lane >> 4) * 8);
+#pragma unroll
+      for (int nt = 0; nt < 2; ++nt) {
+        uint32_t b[2];
+        LdMatrixX2(b, ks + (key0 + nt * 8 + (lane & 7)) * kStride + kk * 16 + ((lane >> 3) & 1) * 8);
+        MmaBf16(kk % 2 == 0 ? s[nt] : s_odd[nt], a[0], a[1], a[2], a[3], b[0], b[1]);
+      }
+    }
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) s[nt][e] += s_odd[nt][e];
+    }
+
+    // Keys outside the chunk masked; online softmax (base-2 exponent; scale_log2 = scale * log2(e)).
+    float mx_a = -INFINITY, mx_b = -INFINITY;
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt) {
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int key = kb * kPageSize + key0 + nt * 8 + 2 * t4 + e;
+        const bool valid = key >= begin && key < end;
+        s[nt][e] = valid ? s[nt][e] * scale_log2 : -INFINITY;
+        s[nt][2 + e] = valid ? s[nt][2 + e] * scale_log2 : -INFINITY;
+        mx_a = fmaxf(mx_a, s[nt][e]);
+        mx_b = fmaxf(mx_b, s[nt][2 + e]);
+      }
+    }
+#pragma unroll
+    for (int off = 1; off <= 2; off <<= 1) {
+      mx_a = fmaxf(mx_a, __shfl_xor_sync(0xffffffffu, mx_a, off));
+      mx_b = fmaxf(mx_b, __shfl_xor_sync(0xffffffffu, mx_b, off));
+    }
+    const float new_a = fmaxf(m_run[0], mx_a), new_b = fmaxf(m_run[1], mx_b);
+    const float use_a = new_a == -INFINITY ? 0.0f : new_a, use_b = new_b == -INFINITY ? 0.0f : new_b;
+    const float alpha_a = exp2f(m_run[0] - use_a), alpha_b = exp2f(m_run[1] - use_b);
+    m_run[0] = new_a;
+    m_run[1] = new_b;
+    float sum_a = 0, sum_b = 0;
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt) {
+      s[nt][0] = exp2f(s[nt][0] - use_a);
+      s[nt][1] = exp2f(s[nt][1] - use_a);
+      s[nt][2] = exp2f(s[nt][2] - use_b);
+      s[nt][3] = exp2f(s[nt][3] - use_b);
+      sum_a += s[nt][0] + s[nt][1];
+      sum_b += s[nt][2] + s[nt][3];
+    }
+    l_run[0] = l_run[0] * alpha_a + sum_a;  // per-thread partial sums; reduced over the quad at the end
+    l_run[1] = l_run[1] * alpha_b + sum_b;
+#pragma unroll
+    for (int i = 0; i < D / 8; ++i) {
+      o[i][0] *= alpha_a;
+      o[i][1] *= alpha_a;
+      o[i][2] *= alpha_b;
+      o[i][3] *= alpha_b;
+    }
+
+    // O += P V over this warp's 16 keys: P's accumulator layout is the A-fragment layout of the product.
+    const uint32_t pa[4] = {PackBf16(s[0][0], s[0][1]), PackBf16(s[0][2], s[0][3]), PackBf16(s[1][0], s[1][1]),
+                            PackBf16(s[1][2], s[1][3])};
+#pragma unroll
+    for (int nd = 0; nd < D / 8; nd += 2) {
+      uint32_t b[4];
+      LdMatrixX4Trans(b, vs + (key0 + (lane & 7) + ((lane >> 3) & 1) * 8) * kStride + (nd + (lane >> 4)) * 8);
+      MmaBf16(o[nd], pa[0], pa[1], pa[2], pa[3], b[0], b[1]);
+      MmaBf16(o[nd + 1], pa[0], pa[1], pa[2], pa[3], b[2], b[3]);
+    }
+  }
+  CpAsyncWait<0>();  // the empty groups past the last page
+  __syncthreads();   // every warp is done with the pages: their bytes take the partial results
+
+  // The warps' partial results into shared memory (the tiles' bytes), then merged per (row, column).
+  float* po = reinterpret_cast<float*>(smem);  // [kWarps][kRows][D]
+  float* pm = po + kWarps * kRows * D;         // [kWarps][kRows]: running max (base 2)
+  float* pl = pm + kWarps * kRows;             // [kWarps][kRows]: sum
+  float l_a = l_run[0], l_b = l_run[1];
+#pragma unroll
+  for (int off = 1; off <= 2; off <<= 1) {
+    l_a += __shfl_xor_sync(0xffffffffu, l_a, off);
+    l_b += __shfl_xor_sync(0xffffffffu, l_b, off);
+  }
+  if (t4 == 0) {
+    pm[warp * kRows + g] = m_run[0];
+    pm[warp * kRows + g + 8] = m_run[1];
+    pl[warp * kRows + g] = l_a;
+    pl[warp * kRows + g + 8] = l_b;
+  }
+  float* pw = po + warp * kRows * D;
+#pragma unroll
+  for (int nd = 0; nd < D / 8; ++nd) {
+    const int col = nd * 8 + 2 * t4;
+    pw[g * D + col] = o[nd][0];
+    pw[g * D + col + 1] = o[nd][1];
+    pw[(g + 8) * D + col] = o[nd][2];
+    pw[(g + 8) * D + col + 1] = o[nd][3];
+  }
+  __syncthreads();
+  for (int i = tid; i < group * d; i += kThreads) {
+    const int r = i / d, c = i - r * d;
+    float m = -INFINITY;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) m = fmaxf(m, pm[w * kRows + r]);  // finite: the chunk has a key
+    float l = 0, acc = 0;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) {
+      const float f = exp2f(pm[w * kRows + r] - m);  // 0 for a warp whose keys were all masked
+      l += pl[w * kRows + r] * f;
+      acc += po[(w * kRows + r) * D + c] * f;
+    }
+    if (direct_out != nullptr) {  // a single split: the final output
+      direct_out[(head0 + r) * d + c] = __float2bfloat16_rn(l > 0.0f ? acc / l : 0.0f);
+    } else {
+      ws_o[((head0 + r) * n_splits + split) * d + c] = acc;
+      if (c == 0) {  // the combine kernel's max is in natural-log units: exp(s - m) = 2^(s log2(e) - m / ln 2)
+        ws_ml[((head0 + r) * n_splits + split) * 2] = m * 0.6931471805599453f;
+        ws_ml[((head0 + r) * n_splits + split) * 2 + 1] = l;
+      }
+    }
+  }
+}
+
+template <int D>
+void Launch(cudaStream_t s, DeviceLayout layout, KvCacheView kv, const void* q, int32_t n_heads, float scale,
+            int32_t n_splits, float* ws_o, float* ws_ml, void* direct_out) {
+  dim3 grid(static_cast<unsigned>(layout.n_tokens), static_cast<unsigned>(kv.n_kv_heads),
+            static_cast<unsigned>(n_splits));
+  LaunchDependent(DecodeMmaKernel<D>, grid, kThreads, SmemBytes<D>(), s, layout, kv, static_cast<const bf16*>(q),
+                  n_heads, scale * 1.4426950408889634f, n_splits, ws_o, ws_ml, static_cast<bf16*>(direct_out));
+}
+
+}  // namespace
+
+bool AttentionDecodeMmaFits(int group, int head_dim, size_t max_smem_optin) {
+  if (head_dim % 8 != 0 || head_dim > 256 || group > kRows) return false;
+  const size_t need = head_dim <= 64 ? SmemBytes<64>() : head_dim <= 128 ? SmemBytes<128>() : SmemBytes<256>();
+  return need <= max_smem_optin;
+}
+
+int64_t AttentionDecodeMmaResidentBlocks(int head_dim) {
+  constexpr int64_t kAny = int64_t{1} << 40;
+  if (head_dim <= 64) return PersistentBlocks(DecodeMmaKernel<64>, kThreads, SmemBytes<64>(), kAny);
+  if (head_dim <= 128) return PersistentBlocks(DecodeMmaKernel<128>, kThreads, SmemBytes<128>(), kAny);
+  return PersistentBlocks(DecodeMmaKernel<256>, kThreads, SmemBytes<256>(), kAny);
+}
+
+void LaunchAttentionDecodeMma(cudaStream_t s, DeviceLayout layout, KvCacheView kv, const void* q, int32_t n_heads,
+                              float scale, int32_t n_splits, float* ws_o, float* ws_ml, void* direct_out) {
+  if (layout.n_tokens == 0) return;
+  INFX_CHECK((n_splits == 1) == (direct_out != nullptr) && n_heads / kv.n_kv_heads <= kRows);
+  if (kv.head_dim <= 64) {
+    Launch<64>(s, layout, kv, q, n_heads, scale, n_splits, ws_o, ws_ml, direct_out);
+  } else if (kv.head_dim <= 128) {
+    Launch<128>(s, layout, kv, q, n_heads, scale, n_splits, ws_o, ws_ml, direct_out);
+  } else {
+    Launch<256>(s, layout, kv, q, n_heads, scale, n_splits, ws_o, ws_ml, direct_out);
+  }
+  INFX_CUDA_CHECK_LAUNCH();
+}
+
+void ConfigureAttentionDecodeMma(size_t max_smem_optin) {
+  INFX_CUDA_CHECK(cudaFuncSetAttribute(DecodeMmaKernel<64>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       static_cast<int>(SmemBytes<64>())));
+  INFX_CUDA_CHECK(cudaFuncSetAttribute(DecodeMmaKernel<128>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       static_cast<int>(SmemBytes<128>())));
+  if (SmemBytes<256>() <= max_smem_optin)
+    INFX_CUDA_CHECK(cudaFuncSetAttribute(DecodeMmaKernel<256>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         static_cast<int>(SmemBytes<256>())));
+}
+
+}  // namespace infernix::cuda
