@@ -33,7 +33,8 @@ struct DeviceCeilings {
 std::optional<DeviceCeilings> MeasureDeviceCeilings(Backend& backend);
 
 // Execution counters of a CUDA backend (nullopt for others): units of queued work run eagerly,
-// captured into a CUDA graph or replayed, and the device time of the units timed so far.
+// captured into a CUDA graph or replayed, and the device time of the units timed so far. Runs what is
+// queued first and waits for it.
 struct BackendCounters {
   int64_t units_eager = 0, units_captured = 0, units_replayed = 0, units_timed = 0;
   double gpu_ms = 0;

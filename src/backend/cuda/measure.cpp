@@ -44,6 +44,7 @@ CudaDeviceReport MeasureCudaDevice(Backend& backend) {
 CudaCounters ReadCudaCounters(Backend& backend) {
   auto* be = dynamic_cast<CudaBackend*>(&backend);
   INFX_CHECK_MSG(be != nullptr, "ReadCudaCounters needs the CUDA backend, got {}", backend.name());
+  be->Synchronize();  // what is queued runs now, as its own unit, and counts
   const cuda::RecorderStats& s = be->recorder_stats();
   return CudaCounters{s.units_eager, s.units_captured, s.units_replayed, s.units_timed, s.gpu_ms};
 }
