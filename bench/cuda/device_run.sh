@@ -13,7 +13,11 @@
 #             Qwen3-Next-80B-A3B with 24 layers at 0 and 131,072 (tg32, batch 1)
 #   ncu       per-kernel time and DRAM traffic of batch-1 decode steps ($NCU_MODEL config, default
 #             qwen3-8b; $NCU_ARGS added to the bench command, e.g. "--num-layers 4 --dummy-quant q4_k";
-#             $NCU_SKIP / $NCU_COUNT launches skipped / profiled; $NCU_TAG names the log)
+#             $NCU_SKIP / $NCU_COUNT launches skipped / profiled; $NCU_KERNEL only kernels whose name
+#             matches that regex; $NCU_TAG names the log)
+#   ncudetail ncu's sections (speed of light, memory, occupancy, scheduler, warp stalls) for 2 launches of
+#             $NCU_KERNEL (same variables), e.g. NCU_KERNEL=DecodeMma NCU_MODEL=qwen3-next-80b-a3b
+#             NCU_ARGS="--num-layers 4 -d 131072"
 #   gemvbench the decode GEMVs alone (bench/cuda/gemv_bench.cpp) for $GEMV_TYPES (default bf16, bf16 with
 #             each way of fusing the norms, q8_0, q4_k, f8_e4m3_b128) at 1 and 8 tokens
 #   sanitize  compute-sanitizer memcheck over the gpu tests
@@ -93,6 +97,21 @@ bench_set() {
       -n 32 -r 1 ${args#*:} 2>&1 | tee -a "$OUT/$log.log" | grep -E "$pattern"
   done
 }
+# ncu: its binary; the launches to profile (NCU_KERNEL, a regex over kernel names, from launch NCU_SKIP
+# on, default 0; else NCU_SKIP / NCU_COUNT over all launches, defaults the two arguments); the bench it
+# runs (batch-1 decode of $NCU_MODEL with $NCU_ARGS, e.g. "--num-layers 4 -d 131072").
+ncu_bin() { command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1; }
+ncu_filter() {
+  if [ -n "${NCU_KERNEL:-}" ]; then
+    echo "-k regex:$NCU_KERNEL --launch-skip ${NCU_SKIP:-0} --launch-count ${NCU_COUNT:-$2}"
+  else
+    echo "--launch-skip ${NCU_SKIP:-$1} --launch-count ${NCU_COUNT:-$2}"
+  fi
+}
+ncu_bench() {
+  echo "$BUILD/bin/infernix bench --model $SRC/bench/configs/${NCU_MODEL:-qwen3-8b}.json --dummy-weights" \
+    "--backend cuda -p 1 -n 32 -b 1 -r 1 ${NCU_ARGS:-}"
+}
 for step in "$@"; do
   case $step in
     ops) echo "== op tests"; run_test backend_cuda_test 170 ;;
@@ -121,13 +140,20 @@ for step in "$@"; do
         "qwen3-next-80b-a3b:--dummy-quant f8_e4m3_b128 -p 64 -b 1,8" ;;
     ncu)
       echo "== ncu: kernels of decode steps at batch 1 (${NCU_MODEL:-qwen3-8b} ${NCU_ARGS:-})"
-      NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
-      timeout 240 $NCU --clock-control none --graph-profiling node --launch-skip "${NCU_SKIP:-4000}" \
-        --launch-count "${NCU_COUNT:-600}" --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum \
-        --csv --print-units base "$BUILD"/bin/infernix bench --model "$SRC"/bench/configs/${NCU_MODEL:-qwen3-8b}.json \
-        --dummy-weights --backend cuda -p 1 -n 32 -b 1 -r 1 ${NCU_ARGS:-} > "$OUT/ncu${NCU_TAG:-}.csv" 2> "$OUT/ncu${NCU_TAG:-}.err"
+      # shellcheck disable=SC2046  # ncu_filter's words are meant to split
+      timeout 240 "$(ncu_bin)" --clock-control none --graph-profiling node $(ncu_filter 4000 600) \
+        --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum \
+        --csv --print-units base $(ncu_bench) > "$OUT/ncu${NCU_TAG:-}.csv" 2> "$OUT/ncu${NCU_TAG:-}.err"
       echo "ncu: exit $?"; tail -3 "$OUT/ncu${NCU_TAG:-}.err"
       python3 "$ROOT/bench/cuda/ncu_summary.py" "$OUT/ncu${NCU_TAG:-}.csv" ;;
+    ncudetail)
+      echo "== ncu sections: ${NCU_KERNEL:-every kernel} in decode steps (${NCU_MODEL:-qwen3-8b} ${NCU_ARGS:-})"
+      # shellcheck disable=SC2046  # the same
+      timeout 280 "$(ncu_bin)" --clock-control none --graph-profiling node $(ncu_filter 4000 2) \
+        --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats \
+        --section SchedulerStats --section WarpStateStats $(ncu_bench) > "$OUT/ncudetail${NCU_TAG:-}.txt" 2>&1
+      echo "ncu: exit $?"
+      grep -vE "^(tg|pp|model|device|\|)|^\s*$|^ *-+ *$" "$OUT/ncudetail${NCU_TAG:-}.txt" | grep -vE "^==PROF==" | head -${NCU_LINES:-150} ;;
     gemvbench)
       echo "== the decode GEMVs alone"
       for t in ${GEMV_TYPES:-bf16 bf16:--norm=staged bf16:--norm=sums q8_0 q4_k f8_e4m3_b128}; do  # type[:extra flags]
