@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the CUDA backend on the GPU machine, then runs what is asked (docs/cuda.md):
+# Builds what the steps need on the GPU machine (the CUDA backend with the test binaries, infernix or
+# gemv_bench), then runs the steps (docs/cuda.md):
 #   ops       the CPU-vs-CUDA op tests (backend_cuda_test)
 #   models    the fixture models on the GPU (gpu_model_test)
 #   bench     infernix bench on dummy Qwen3-8B weights (pp4096, tg128 at batch 1, 2, 4, 8)
@@ -59,6 +60,12 @@ fi
 if [ -f "$BUILD"/CMakeCache.txt ] && ! grep -qx "CMAKE_HOME_DIRECTORY:INTERNAL=$SRC" "$BUILD"/CMakeCache.txt; then
   rm -rf "$BUILD"
 fi
+for step in "$@"; do
+  case $step in
+    ops | models | bench | qbench | moebench | hybrid | ncu | ncudetail | gemvbench | sanitize | longctx | racecheck) ;;
+    *) echo "device_run.sh: unknown step '$step' (see the list at the top of this script)" >&2; exit 2 ;;
+  esac
+done
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv > "$OUT/gpu.txt" 2>&1
 cat "$OUT/gpu.txt"
 # The benchmarks under bench/ (Google Benchmark) only when a step needs one of them.
@@ -70,8 +77,21 @@ cmake -S "$SRC" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DINFERNI
   { tail -40 "$OUT/configure.log"; exit 1; }
 echo "== build"
 start=$(date +%s)
-targets="backend_cuda_test gpu_model_test infernix"
-case " $* " in *" gemvbench "*) targets="$targets gemv_bench" ;; esac
+# Only what the steps run (a cold build is GPU time); every test binary and infernix without steps.
+targets=""
+for step in "$@"; do
+  case $step in
+    ops | racecheck) need=backend_cuda_test ;;
+    models) need=gpu_model_test ;;
+    sanitize) need="backend_cuda_test gpu_model_test" ;;
+    gemvbench) need=gemv_bench ;;
+    *) need=infernix ;;
+  esac
+  for t in $need; do
+    case " $targets " in *" $t "*) ;; *) targets="$targets $t" ;; esac
+  done
+done
+targets=${targets:-backend_cuda_test gpu_model_test infernix}
 # shellcheck disable=SC2086  # the targets are meant to split
 ninja -C "$BUILD" -j"$JOBS" -k 0 $targets > "$OUT/build.log" 2>&1 ||
   { grep -E -A12 "error|FAILED" "$OUT/build.log" | head -80; }
