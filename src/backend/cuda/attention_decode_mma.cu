@@ -147,48 +147,10 @@ __global__ void __launch_bounds__(kThreads)
     }
 
     // Keys outside the chunk masked; online softmax (base-2 exponent; scale_log2 = scale * log2(e)).
-    float mx_a = -INFINITY, mx_b = -INFINITY;
-#pragma unroll
-    for (int nt = 0; nt < 2; ++nt) {
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const int key = kb * kPageSize + key0 + nt * 8 + 2 * t4 + e;
-        const bool valid = key >= begin && key < end;
-        s[nt][e] = valid ? s[nt][e] * scale_log2 : -INFINITY;
-        s[nt][2 + e] = valid ? s[nt][2 + e] * scale_log2 : -INFINITY;
-        mx_a = fmaxf(mx_a, s[nt][e]);
-        mx_b = fmaxf(mx_b, s[nt][2 + e]);
-      }
-    }
-#pragma unroll
-    for (int off = 1; off <= 2; off <<= 1) {
-      mx_a = fmaxf(mx_a, __shfl_xor_sync(0xffffffffu, mx_a, off));
-      mx_b = fmaxf(mx_b, __shfl_xor_sync(0xffffffffu, mx_b, off));
-    }
-    const float new_a = fmaxf(m_run[0], mx_a), new_b = fmaxf(m_run[1], mx_b);
-    const float use_a = new_a == -INFINITY ? 0.0f : new_a, use_b = new_b == -INFINITY ? 0.0f : new_b;
-    const float alpha_a = exp2f(m_run[0] - use_a), alpha_b = exp2f(m_run[1] - use_b);
-    m_run[0] = new_a;
-    m_run[1] = new_b;
-    float sum_a = 0, sum_b = 0;
-#pragma unroll
-    for (int nt = 0; nt < 2; ++nt) {
-      s[nt][0] = exp2f(s[nt][0] - use_a);
-      s[nt][1] = exp2f(s[nt][1] - use_a);
-      s[nt][2] = exp2f(s[nt][2] - use_b);
-      s[nt][3] = exp2f(s[nt][3] - use_b);
-      sum_a += s[nt][0] + s[nt][1];
-      sum_b += s[nt][2] + s[nt][3];
-    }
-    l_run[0] = l_run[0] * alpha_a + sum_a;  // per-thread partial sums; reduced over the quad at the end
-    l_run[1] = l_run[1] * alpha_b + sum_b;
-#pragma unroll
-    for (int i = 0; i < D / 8; ++i) {
-      o[i][0] *= alpha_a;
-      o[i][1] *= alpha_a;
-      o[i][2] *= alpha_b;
-      o[i][3] *= alpha_b;
-    }
+    OnlineSoftmaxStep(s, o, m_run, l_run, scale_log2, [&](int nt, int e, bool) {
+      const int key = kb * kPageSize + key0 + nt * 8 + 2 * t4 + e;
+      return key >= begin && key < end;
+    });
 
     // O += P V over this warp's 16 keys: P's accumulator layout is the A-fragment layout of the product.
     const uint32_t pa[4] = {PackBf16(s[0][0], s[0][1]), PackBf16(s[0][2], s[0][3]), PackBf16(s[1][0], s[1][1]),

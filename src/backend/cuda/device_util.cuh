@@ -140,6 +140,58 @@ __device__ __forceinline__ uint32_t PackBf16(float lo, float hi) {
   return *reinterpret_cast<uint32_t*>(&v);
 }
 
+// One online-softmax step over a warp's tile of attention scores in the mma accumulator layout (s[nt][e]
+// and s[nt][2 + e]: the key nt * 8 + 2 * (lane % 4) + e of rows g and g + 8, g = lane / 4), shared by the
+// flash and the decode kernels: keep(nt, e, row_b) says whether a score counts; kept ones are scaled by
+// scale_log2 (base-2 exponents), the others become -inf. Updates the two rows' running max m_run and this
+// thread's partial sums l_run (reduced over the lane quad at the end), turns s into the unnormalised
+// probabilities and rescales the output accumulators o.
+template <int NT, int NO, typename Keep>
+__device__ __forceinline__ void OnlineSoftmaxStep(float (&s)[NT][4], float (&o)[NO][4], float (&m_run)[2],
+                                                  float (&l_run)[2], float scale_log2, Keep keep) {
+  float mx_a = -INFINITY, mx_b = -INFINITY;
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt) {
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      const bool keep_a = keep(nt, e, false), keep_b = keep(nt, e, true);
+      s[nt][e] = keep_a ? s[nt][e] * scale_log2 : -INFINITY;
+      s[nt][2 + e] = keep_b ? s[nt][2 + e] * scale_log2 : -INFINITY;
+      mx_a = fmaxf(mx_a, s[nt][e]);
+      mx_b = fmaxf(mx_b, s[nt][2 + e]);
+    }
+  }
+#pragma unroll
+  for (int off = 1; off <= 2; off <<= 1) {
+    mx_a = fmaxf(mx_a, __shfl_xor_sync(0xffffffffu, mx_a, off));
+    mx_b = fmaxf(mx_b, __shfl_xor_sync(0xffffffffu, mx_b, off));
+  }
+  const float new_a = fmaxf(m_run[0], mx_a), new_b = fmaxf(m_run[1], mx_b);
+  const float use_a = new_a == -INFINITY ? 0.0f : new_a, use_b = new_b == -INFINITY ? 0.0f : new_b;
+  const float alpha_a = exp2f(m_run[0] - use_a), alpha_b = exp2f(m_run[1] - use_b);
+  m_run[0] = new_a;
+  m_run[1] = new_b;
+  float sum_a = 0, sum_b = 0;
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt) {
+    s[nt][0] = exp2f(s[nt][0] - use_a);
+    s[nt][1] = exp2f(s[nt][1] - use_a);
+    s[nt][2] = exp2f(s[nt][2] - use_b);
+    s[nt][3] = exp2f(s[nt][3] - use_b);
+    sum_a += s[nt][0] + s[nt][1];
+    sum_b += s[nt][2] + s[nt][3];
+  }
+  l_run[0] = l_run[0] * alpha_a + sum_a;
+  l_run[1] = l_run[1] * alpha_b + sum_b;
+#pragma unroll
+  for (int i = 0; i < NO; ++i) {
+    o[i][0] *= alpha_a;
+    o[i][1] *= alpha_a;
+    o[i][2] *= alpha_b;
+    o[i][3] *= alpha_b;
+  }
+}
+
 // ---- cp.async and ldmatrix (sm_80+), shared by the tensor-core kernels ----
 // 16 bytes global -> shared, asynchronously; the Zfill form writes zeros instead when !valid (gmem is then
 // not read, but must be a valid address expression).
