@@ -11,12 +11,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 
 #include "backend/cpu/cpu_backend.h"
 #include "engine/backend_factory.h"
 #include "engine/generator.h"
 #include "formats/gguf.h"
+#include "model/dummy_weights.h"
 #include "model/gguf_model.h"
 #include "model/model.h"
 #include "test_util.h"
@@ -320,6 +322,31 @@ TEST(GpuGguf, QuantizedFileFollowsTheCpu) {
     Accumulate(s, PromptLogits(*gpu, prompt), PromptLogits(*cpu, prompt), vocab);
   }
   ExpectWithinTolerance(s, "g-qwen3-Q3_K_M.gguf GPU vs CPU");
+}
+
+// Dummy weights the CUDA backend makes in device memory (Backend::MakeDummyWeight) hold the bits the
+// host fill writes (tensor/dummy_values.h); small, norm and quantized tensors stay on the host.
+TEST(GpuDummyWeights, MadeOnTheGpuEqualTheHostFill) {
+  REQUIRE_GPU();
+  std::unique_ptr<Backend> gpu = Gpu();
+  ModelConfig c;
+  DummyWeightSource src(c, 42);
+  const std::pair<const char*, Shape> made[] = {{"model.layers.0.mlp.down_proj.weight", {1000, 1031}},
+                                                {"model.embed_tokens.weight", {4099, 256}}};
+  for (const auto& [name, shape] : made) {
+    std::optional<Tensor> t = src.MakeOnBackend(name, shape, *gpu);
+    ASSERT_TRUE(t.has_value()) << name;
+    ASSERT_EQ(t->dtype, DType::kBF16);
+    ASSERT_TRUE(t->shape == shape);
+    std::vector<uint16_t> device(static_cast<size_t>(shape.numel())), host(device.size());
+    gpu->CopyToHost(*t, device.data());
+    std::memcpy(host.data(), src.Get(name, shape).data, host.size() * 2);
+    EXPECT_EQ(device, host) << name;
+  }
+  EXPECT_FALSE(src.MakeOnBackend("model.layers.0.mlp.down_proj.weight", {64, 1024}, *gpu).has_value());
+  EXPECT_FALSE(src.MakeOnBackend("model.norm.weight", {1 << 20}, *gpu).has_value());
+  DummyWeightSource quantized(c, 42, DType::kQ4_K);
+  EXPECT_FALSE(quantized.MakeOnBackend("model.layers.0.mlp.down_proj.weight", {1024, 1024}, *gpu).has_value());
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include "base/thread_pool.h"
 #include "quant/random_blocks.h"
 #include "tensor/dtype.h"
+#include "tensor/dummy_values.h"
 
 namespace infernix {
 namespace {
@@ -15,13 +16,6 @@ bool EndsWith(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 bool StartsWith(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
-
-uint64_t SplitMix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
 
 uint64_t HashName(const std::string& s) {
   uint64_t h = 1469598103934665603ull;  // FNV-1a
@@ -60,14 +54,26 @@ float DummyWeightSource::Scale(const std::string& name, const Shape& shape, bool
   return 0.1f;
 }
 
+bool DummyWeightSource::Quantized(const std::string& name, const Shape& shape) const {
+  return IsBlockQuantized(linear_dtype_) && shape.ndim == 2 && !EndsWith(name, "embed_tokens.weight") &&
+         !EndsWith(name, "mlp.gate.weight") && !EndsWith(name, "shared_expert_gate.weight") &&
+         shape[1] % DTypeBlockSize(linear_dtype_) == 0;
+}
+
+std::optional<Tensor> DummyWeightSource::MakeOnBackend(const std::string& name, const Shape& expected,
+                                                       Backend& backend) {
+  bool unit_offset = false;
+  const float scale = Scale(name, expected, &unit_offset);
+  if (Quantized(name, expected) || unit_offset || expected.numel() < (int64_t{1} << 19)) return std::nullopt;
+  return backend.MakeDummyWeight(expected, SplitMix64(seed_ ^ HashName(name)), scale);
+}
+
 Tensor DummyWeightSource::Get(const std::string& name, const Shape& expected) {
   auto it = made_.find(name);
   if (it != made_.end()) return it->second->view();
   bool unit_offset = false;
   const float scale = Scale(name, expected, &unit_offset);
-  if (IsBlockQuantized(linear_dtype_) && expected.ndim == 2 && !EndsWith(name, "embed_tokens.weight") &&
-      !EndsWith(name, "mlp.gate.weight") && !EndsWith(name, "shared_expert_gate.weight") &&
-      expected[1] % DTypeBlockSize(linear_dtype_) == 0) {
+  if (Quantized(name, expected)) {
     auto packed = std::make_unique<HostBuffer>(
         RandomQuantBlocks(linear_dtype_, expected[0], expected[1], SplitMix64(seed_ ^ HashName(name)), scale,
                           pool_.get()));
@@ -82,9 +88,9 @@ Tensor DummyWeightSource::Get(const std::string& name, const Shape& expected) {
   const size_t n = static_cast<size_t>(expected.numel());
   auto fill = [&](size_t b, size_t e) {
     for (size_t i = b; i < e; ++i) {
-      uint64_t r = SplitMix64(base + i);
-      float u = static_cast<float>(r >> 40) * (2.0f / 16777216.0f) - 1.0f;  // [-1, 1)
-      out[i] = F32ToBf16(offset + scale * u);
+      // Without an offset, the bits of Backend::MakeDummyWeight (tensor/dummy_values.h).
+      const float v = scale * DummyUniform(base, i);
+      out[i] = F32ToBf16(offset == 0.0f ? v : offset + v);
     }
   };
   if (n < (size_t{1} << 17)) {

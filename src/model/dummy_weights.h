@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,19 +22,25 @@ class ThreadPool;
 // that with a block-quantized `linear_dtype` the 2-D projection weights (attention, DeltaNet, dense and
 // shared-expert and routed-expert MLPs, the LM head; not the embedding or routers) are random blocks of
 // that type (quant/random_blocks.h).
-// Tensors are generated on first Get and kept for the source's lifetime. Not thread-safe.
+// Tensors are generated on first Get and kept for the source's lifetime. MakeOnBackend makes the large
+// bf16 ones (not quantized, no norm offset, 512 Ki elements or more) on a backend that can
+// (Backend::MakeDummyWeight: the CUDA backend fills device memory with the same bits), so that a model
+// larger than host memory, or tens of GB of it, needs no host copy. Not thread-safe.
 class DummyWeightSource final : public WeightSource {
  public:
   DummyWeightSource(const ModelConfig& config, uint64_t seed, DType linear_dtype = DType::kBF16);
   ~DummyWeightSource() override;
   bool Contains(const std::string& name) const override;
   Tensor Get(const std::string& name, const Shape& expected) override;
+  std::optional<Tensor> MakeOnBackend(const std::string& name, const Shape& expected, Backend& backend) override;
   std::vector<std::string> Names() const override;
   std::string FileOf(const std::string& name) const override { return "<dummy weights>/" + name; }
   std::string Describe() const override { return "<dummy weights>"; }
 
  private:
   float Scale(const std::string& name, const Shape& shape, bool* unit_offset) const;
+  // Whether `name` is made as random blocks of linear_dtype_ (else bf16).
+  bool Quantized(const std::string& name, const Shape& shape) const;
 
   ModelConfig config_;
   uint64_t seed_;

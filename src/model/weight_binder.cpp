@@ -44,6 +44,12 @@ Tensor WeightBinder::Host(const std::string& name, const Shape& expected) {
 }
 
 Tensor WeightBinder::Get(const std::string& name, const Shape& expected) {
+  if (files_.Contains(name)) {
+    if (std::optional<Tensor> made = files_.MakeOnBackend(name, expected, backend_)) {
+      used_.insert(name);
+      return *made;
+    }
+  }
   Tensor host = Host(name, expected);
   try {
     return backend_.UploadWeight(host);

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -24,6 +25,12 @@ class WeightSource {
   // that makes weights up builds them in that shape; a file-backed one returns what it holds (the
   // binder checks the shape).
   virtual Tensor Get(const std::string& name, const Shape& expected) = 0;
+  // A source that makes its tensors up may make `name` (present, in the shape `expected`) on the backend
+  // itself instead, with no host copy; nullopt: WeightBinder::Get uploads Get's host tensor.
+  virtual std::optional<Tensor> MakeOnBackend(const std::string& /*name*/, const Shape& /*expected*/,
+                                              Backend& /*backend*/) {
+    return std::nullopt;
+  }
   // Every tensor name the source holds (for WeightBinder::Unused).
   virtual std::vector<std::string> Names() const = 0;
   // Where a tensor lives, and the source as a whole, for messages.
@@ -54,7 +61,7 @@ class WeightBinder {
   bool Has(const std::string& name) const { return files_.Contains(name); }
   // A tensor by full name, checked against `expected` (kInvalidFormat naming file, tensor, shapes).
   Tensor Host(const std::string& name, const Shape& expected);
-  // Host(name) uploaded to the backend.
+  // Host(name) uploaded to the backend (or made there by the source: WeightSource::MakeOnBackend).
   Tensor Get(const std::string& name, const Shape& expected);
   // Stores a derived host tensor (re-laid-out weights) and uploads it.
   Tensor Own(HostBuffer buffer);

@@ -231,6 +231,16 @@ Tensor CudaBackend::UploadWeight(const Tensor& host) {
   return Tensor{dst, host.dtype, host.shape};
 }
 
+std::optional<Tensor> CudaBackend::MakeDummyWeight(const Shape& shape, uint64_t base, float scale) {
+  const int64_t n = shape.numel();
+  void* dst = weights_.Allocate(static_cast<size_t>(n) * 2);
+  Submit();
+  cuda::LaunchDummyBf16(stream_, dst, n, base, scale);
+  // Done before returning, as UploadWeight's copy is: loading may read or copy a weight outside the stream.
+  INFX_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  return Tensor{dst, DType::kBF16, shape};
+}
+
 Tensor CudaBackend::Scratch(DType dtype, Shape shape) {
   return Tensor{scratch_.Allocate(static_cast<size_t>(shape.numel()) * DTypeSize(dtype)), dtype, shape};
 }

@@ -1,6 +1,7 @@
 // Copies: plain and strided memory copies (queued through the recorder so that they are ordered with,
 // and captured alongside, the kernels), the embedding lookup and row gathers.
 #include "backend/cuda/device_util.cuh"
+#include "tensor/dummy_values.h"
 
 namespace infernix::cuda {
 namespace {
@@ -41,6 +42,14 @@ __global__ void FillRandomBf16Kernel(bf16* data, int64_t n, uint64_t seed, float
   }
 }
 
+// Dummy weights (tensor/dummy_values.h): the same bits as the host fill.
+__global__ void DummyBf16Kernel(bf16* data, int64_t n, uint64_t base, float scale) {
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    data[i] = __float2bfloat16_rn(__fmul_rn(scale, DummyUniform(base, static_cast<uint64_t>(i))));
+  }
+}
+
 }  // namespace
 
 cudaError_t ProbeKernelImage() {
@@ -51,6 +60,12 @@ cudaError_t ProbeKernelImage() {
 void LaunchFillRandomBf16(cudaStream_t s, void* data, int64_t n, uint64_t seed, float scale) {
   if (n <= 0) return;
   FillRandomBf16Kernel<<<1024, 256, 0, s>>>(static_cast<bf16*>(data), n, seed, scale);
+  INFX_CUDA_CHECK_LAUNCH();
+}
+
+void LaunchDummyBf16(cudaStream_t s, void* data, int64_t n, uint64_t base, float scale) {
+  if (n <= 0) return;
+  DummyBf16Kernel<<<1024, 256, 0, s>>>(static_cast<bf16*>(data), n, base, scale);
   INFX_CUDA_CHECK_LAUNCH();
 }
 

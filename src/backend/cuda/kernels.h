@@ -55,6 +55,8 @@ void LaunchEmbedding(cudaStream_t s, const int32_t* ids, int64_t n, const void* 
                      int64_t h, void* out, int out_dtype);
 // n bf16 values, uniform in [-scale, scale), deterministic in seed (benchmark inputs).
 void LaunchFillRandomBf16(cudaStream_t s, void* data, int64_t n, uint64_t seed, float scale);
+// data[i] = bf16(scale * DummyUniform(base, i)) for i < n (tensor/dummy_values.h): dummy weights.
+void LaunchDummyBf16(cudaStream_t s, void* data, int64_t n, uint64_t base, float scale);
 // Returns cudaSuccess when this build has kernels for the current device.
 cudaError_t ProbeKernelImage();
 // out[i, :] = x[rows[i], :], rows of row_bytes bytes (a multiple of 2).
