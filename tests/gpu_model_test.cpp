@@ -324,29 +324,39 @@ TEST(GpuGguf, QuantizedFileFollowsTheCpu) {
   ExpectWithinTolerance(s, "g-qwen3-Q3_K_M.gguf GPU vs CPU");
 }
 
-// Dummy weights the CUDA backend makes in device memory (Backend::MakeDummyWeight) hold the bits the
-// host fill writes (tensor/dummy_values.h); small, norm and quantized tensors stay on the host.
+// Dummy weights the CUDA backend makes in device memory (Backend::MakeDummyWeight) hold the bytes the
+// host fill writes (tensor/dummy_values.h, tensor/dummy_blocks.h): bf16 (odd sizes for the grid-stride
+// tail) and random blocks of every type the backend computes with (sizes that end in a partial 8-byte
+// word; scales sqrt(3 / k) that make the K-quants' f16 fields subnormal); small and norm tensors stay on
+// the host.
 TEST(GpuDummyWeights, MadeOnTheGpuEqualTheHostFill) {
   REQUIRE_GPU();
   std::unique_ptr<Backend> gpu = Gpu();
   ModelConfig c;
-  DummyWeightSource src(c, 42);
-  const std::pair<const char*, Shape> made[] = {{"model.layers.0.mlp.down_proj.weight", {1000, 1031}},
-                                                {"model.embed_tokens.weight", {4099, 256}}};
-  for (const auto& [name, shape] : made) {
+  auto expect_same = [&](DummyWeightSource& src, const std::string& name, const Shape& shape, DType dtype) {
     std::optional<Tensor> t = src.MakeOnBackend(name, shape, *gpu);
-    ASSERT_TRUE(t.has_value()) << name;
-    ASSERT_EQ(t->dtype, DType::kBF16);
+    ASSERT_TRUE(t.has_value()) << name << " " << DTypeName(dtype);
+    ASSERT_EQ(t->dtype, dtype);
     ASSERT_TRUE(t->shape == shape);
-    std::vector<uint16_t> device(static_cast<size_t>(shape.numel())), host(device.size());
+    const Tensor host = src.Get(name, shape);
+    ASSERT_EQ(host.dtype, dtype);
+    std::vector<uint8_t> device(t->size_bytes());
     gpu->CopyToHost(*t, device.data());
-    std::memcpy(host.data(), src.Get(name, shape).data, host.size() * 2);
-    EXPECT_EQ(device, host) << name;
+    EXPECT_EQ(0, std::memcmp(device.data(), host.data, device.size())) << name << " " << DTypeName(dtype);
+  };
+  DummyWeightSource bf16(c, 42);
+  expect_same(bf16, "model.layers.0.mlp.down_proj.weight", {1000, 1031}, DType::kBF16);
+  expect_same(bf16, "model.embed_tokens.weight", {4099, 256}, DType::kBF16);
+  for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ2_K, DType::kQ3_K,
+                  DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kIQ4_NL, DType::kIQ4_XS, DType::kF8E4M3B128}) {
+    // 9 blocks per row and an odd number of rows: an odd number of blocks, so the tensor ends inside an
+    // 8-byte word unless the block size in bytes is a multiple of 8.
+    const int64_t k = 9 * DTypeBlockSize(t), rows = ((int64_t{1} << 19) / k + 1) | 1;
+    DummyWeightSource q(c, 42, t);
+    expect_same(q, "model.layers.0.mlp.down_proj.weight", {rows, k}, t);
   }
-  EXPECT_FALSE(src.MakeOnBackend("model.layers.0.mlp.down_proj.weight", {64, 1024}, *gpu).has_value());
-  EXPECT_FALSE(src.MakeOnBackend("model.norm.weight", {1 << 20}, *gpu).has_value());
-  DummyWeightSource quantized(c, 42, DType::kQ4_K);
-  EXPECT_FALSE(quantized.MakeOnBackend("model.layers.0.mlp.down_proj.weight", {1024, 1024}, *gpu).has_value());
+  EXPECT_FALSE(bf16.MakeOnBackend("model.layers.0.mlp.down_proj.weight", {64, 1024}, *gpu).has_value());
+  EXPECT_FALSE(bf16.MakeOnBackend("model.norm.weight", {1 << 20}, *gpu).has_value());
 }
 
 }  // namespace

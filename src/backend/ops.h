@@ -107,10 +107,13 @@ class Backend {
   // A tensor in this backend's memory with the values of host tensor `host` (same dtype and shape),
   // valid for the backend's lifetime. `host` must stay valid too (the CPU backend uses it in place).
   virtual Tensor UploadWeight(const Tensor& host) = 0;
-  // A bf16 weight of dummy values made where the weights live (benchmarks: model/dummy_weights.h):
-  // element i = bf16(scale * DummyUniform(base, i)) (tensor/dummy_values.h), the bits the host fill
-  // writes, valid for the backend's lifetime. nullopt where the host tensor is the weight anyway (CPU).
-  virtual std::optional<Tensor> MakeDummyWeight(const Shape& /*shape*/, uint64_t /*base*/, float /*scale*/) {
+  // A weight of dummy values made where the weights live (benchmarks: model/dummy_weights.h), with the
+  // bytes the host fill writes (tensor/dummy_values.h): bf16, element i = bf16(scale * DummyUniform(seed,
+  // i)); a block type, RandomQuantBlocks(dtype, rows, k, seed, scale)'s bytes (shape [rows, k]). Valid for
+  // the backend's lifetime. nullopt where the host tensor is the weight anyway (CPU), or for a dtype the
+  // backend does not make.
+  virtual std::optional<Tensor> MakeDummyWeight(DType /*dtype*/, const Shape& /*shape*/, uint64_t /*seed*/,
+                                                float /*scale*/) {
     return std::nullopt;
   }
   // Scratch memory for activations, valid until the next ResetScratch(). Contents undefined.

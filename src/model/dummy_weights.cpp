@@ -64,8 +64,10 @@ std::optional<Tensor> DummyWeightSource::MakeOnBackend(const std::string& name, 
                                                        Backend& backend) {
   bool unit_offset = false;
   const float scale = Scale(name, expected, &unit_offset);
-  if (Quantized(name, expected) || unit_offset || expected.numel() < (int64_t{1} << 19)) return std::nullopt;
-  return backend.MakeDummyWeight(expected, SplitMix64(seed_ ^ HashName(name)), scale);
+  if (unit_offset || expected.numel() < (int64_t{1} << 19)) return std::nullopt;
+  // The seed Get gives the host fill of either kind.
+  return backend.MakeDummyWeight(Quantized(name, expected) ? linear_dtype_ : DType::kBF16, expected,
+                                 SplitMix64(seed_ ^ HashName(name)), scale);
 }
 
 Tensor DummyWeightSource::Get(const std::string& name, const Shape& expected) {

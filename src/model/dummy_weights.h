@@ -23,9 +23,9 @@ class ThreadPool;
 // shared-expert and routed-expert MLPs, the LM head; not the embedding or routers) are random blocks of
 // that type (quant/random_blocks.h).
 // Tensors are generated on first Get and kept for the source's lifetime. MakeOnBackend makes the large
-// bf16 ones (not quantized, no norm offset, 512 Ki elements or more) on a backend that can
-// (Backend::MakeDummyWeight: the CUDA backend fills device memory with the same bits), so that a model
-// larger than host memory, or tens of GB of it, needs no host copy. Not thread-safe.
+// ones (512 Ki elements or more, no norm offset; bf16 or random blocks) on a backend that can
+// (Backend::MakeDummyWeight: the CUDA backend fills device memory with the same bytes), so that tens of
+// GB of weights need no host copy. Not thread-safe.
 class DummyWeightSource final : public WeightSource {
  public:
   DummyWeightSource(const ModelConfig& config, uint64_t seed, DType linear_dtype = DType::kBF16);

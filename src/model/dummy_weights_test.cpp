@@ -67,7 +67,9 @@ TEST(DummyWeights, TheCpuBackendTakesTheHostTensors) {
   DummyWeightSource src(c, 1);
   CpuBackend cpu;
   EXPECT_FALSE(src.MakeOnBackend(kDown, {2048, 1024}, cpu).has_value());
-  EXPECT_FALSE(cpu.MakeDummyWeight({2048, 1024}, 1, 1.0f).has_value());
+  EXPECT_FALSE(cpu.MakeDummyWeight(DType::kBF16, {2048, 1024}, 1, 1.0f).has_value());
+  DummyWeightSource quantized(c, 1, DType::kQ4_K);
+  EXPECT_FALSE(quantized.MakeOnBackend(kDown, {2048, 1024}, cpu).has_value());
 }
 
 }  // namespace

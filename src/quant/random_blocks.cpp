@@ -1,24 +1,18 @@
 #include "quant/random_blocks.h"
 
-#include <cstring>
-
 #include <algorithm>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <thread>
 
 #include "base/check.h"
 #include "base/thread_pool.h"
+#include "tensor/dummy_blocks.h"
+#include "tensor/dummy_values.h"
 
 namespace infernix {
 namespace {
-
-uint64_t Mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
 
 void PutHalf(uint8_t* p, float v) {
   uint16_t h = F32ToF16(v);
@@ -49,49 +43,23 @@ HostBuffer RandomQuantBlocks(DType type, int64_t rows, int64_t k, uint64_t seed,
       fn(0, n);
     }
   };
-  const bool fp8 = type == DType::kF8E4M3B128;
+  // The bytes of tensor/dummy_values.h and tensor/dummy_blocks.h (the CUDA backend writes the same).
+  const DummyBlockScheme scheme = DummyBlockSchemeOf(type, scale);
   parallel((total + 7) / 8, [&](size_t w0, size_t w1) {
     for (size_t w = w0; w < w1; ++w) {
-      uint64_t r = Mix(seed * 0x100000001b3ull + 8 * w);
-      if (fp8) {  // no E4M3 NaN (0x7f, 0xff): such bytes lose their lowest bit (per byte, no carries)
-        const uint64_t nan = ((r & 0x7f7f7f7f7f7f7f7full) + 0x0101010101010101ull) & 0x8080808080808080ull;
-        r ^= nan >> 7;
-      }
+      const uint64_t r = DummyBlockWord(seed, w, scheme.fp8);
       std::memcpy(bytes + 8 * w, &r, std::min<size_t>(8, total - 8 * w));
     }
   });
-  if (fp8) {  // f32 scales over the first 4 bytes of each block
-    parallel(n_blocks, [&](size_t b0, size_t b1) {
-      for (size_t b = b0 * block; b < b1 * block; b += block) {
-        float d = scale / 448 * (0.5f + static_cast<float>(Mix(seed + b) >> 40) / 33554432.0f);
-        std::memcpy(bytes + b, &d, 4);
-      }
-    });
-    return buffer;
-  }
-  // Scale fields: (offset of the f16 scale, offset of an f16 min or -1, value of the scale).
-  int d_at = 0, min_at = -1;
-  float d = scale;
-  switch (type) {
-    case DType::kQ8_0: d = scale / 127; break;
-    case DType::kQ4_0:
-    case DType::kQ4_1:
-    case DType::kQ5_0:
-    case DType::kQ5_1:
-    case DType::kIQ4_NL: d = scale / 16; min_at = (type == DType::kQ4_1 || type == DType::kQ5_1) ? 2 : -1; break;
-    case DType::kQ2_K: d_at = 80; min_at = 82; d = scale / 48; break;
-    case DType::kQ3_K: d_at = 108; d = scale / 256; break;
-    case DType::kQ4_K:
-    case DType::kQ5_K: min_at = 2; d = scale / 1000; break;
-    case DType::kQ6_K: d_at = 208; d = scale / 4096; break;
-    case DType::kIQ4_XS: d = scale / 4096; break;
-    default: break;
-  }
   parallel(n_blocks, [&](size_t b0, size_t b1) {
     for (size_t b = b0 * block; b < b1 * block; b += block) {
-      float u = 0.5f + static_cast<float>(Mix(seed + b) >> 40) / 33554432.0f;  // [0.5, 1)
-      PutHalf(bytes + b + d_at, d * u);
-      if (min_at >= 0) PutHalf(bytes + b + min_at, d * u * 0.5f);
+      const float d = scheme.d * DummyBlockFactor(seed, b);
+      if (scheme.fp8) {
+        std::memcpy(bytes + b, &d, 4);
+        continue;
+      }
+      PutHalf(bytes + b + scheme.d_at, d);
+      if (scheme.min_at >= 0) PutHalf(bytes + b + scheme.min_at, d * 0.5f);
     }
   });
   return buffer;

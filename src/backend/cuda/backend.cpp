@@ -8,6 +8,7 @@
 #include "backend/cuda/layout.h"
 #include "backend/cuda/state.h"
 #include "base/error.h"
+#include "tensor/dummy_blocks.h"
 
 namespace infernix {
 namespace {
@@ -231,14 +232,25 @@ Tensor CudaBackend::UploadWeight(const Tensor& host) {
   return Tensor{dst, host.dtype, host.shape};
 }
 
-std::optional<Tensor> CudaBackend::MakeDummyWeight(const Shape& shape, uint64_t base, float scale) {
+std::optional<Tensor> CudaBackend::MakeDummyWeight(DType dtype, const Shape& shape, uint64_t seed, float scale) {
+  const bool block = IsBlockQuantized(dtype) && cuda::QuantTypeSupported(static_cast<int>(dtype)) && shape.ndim == 2 &&
+                     shape[1] % DTypeBlockSize(dtype) == 0;
+  if (dtype != DType::kBF16 && !block) return std::nullopt;
   const int64_t n = shape.numel();
-  void* dst = weights_.Allocate(static_cast<size_t>(n) * 2);
+  const size_t bytes =
+      block ? static_cast<size_t>(n / DTypeBlockSize(dtype)) * DTypeBlockBytes(dtype) : static_cast<size_t>(n) * 2;
+  void* dst = weights_.Allocate(bytes);
   Submit();
-  cuda::LaunchDummyBf16(stream_, dst, n, base, scale);
+  if (block) {
+    const DummyBlockScheme b = DummyBlockSchemeOf(dtype, scale);
+    cuda::LaunchDummyBlocks(stream_, dst, bytes, DTypeBlockBytes(dtype), seed,
+                            cuda::DummyBlockFields{b.fp8 ? 1 : 0, b.d_at, b.min_at, b.d});
+  } else {
+    cuda::LaunchDummyBf16(stream_, dst, n, seed, scale);
+  }
   // Done before returning, as UploadWeight's copy is: loading may read or copy a weight outside the stream.
   INFX_CUDA_CHECK(cudaStreamSynchronize(stream_));
-  return Tensor{dst, DType::kBF16, shape};
+  return Tensor{dst, dtype, shape};
 }
 
 Tensor CudaBackend::Scratch(DType dtype, Shape shape) {

@@ -44,7 +44,7 @@ class CudaBackend final : public Backend {
   DType activation_dtype() const override { return DType::kBF16; }
 
   Tensor UploadWeight(const Tensor& host) override;
-  std::optional<Tensor> MakeDummyWeight(const Shape& shape, uint64_t base, float scale) override;
+  std::optional<Tensor> MakeDummyWeight(DType dtype, const Shape& shape, uint64_t seed, float scale) override;
   Tensor Scratch(DType dtype, Shape shape) override;
   void ResetScratch() override;
   void CopyToBackend(const void* host, Tensor dst) override;

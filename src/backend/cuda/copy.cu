@@ -50,6 +50,39 @@ __global__ void DummyBf16Kernel(bf16* data, int64_t n, uint64_t base, float scal
   }
 }
 
+// Random quantized blocks, in two passes (the scale fields overwrite bytes of the words): the words, the
+// last one cut at the end of the tensor.
+__global__ void DummyWordsKernel(uint8_t* data, size_t bytes, uint64_t seed, int fp8) {
+  const size_t words = (bytes + 7) / 8;
+  for (size_t w = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; w < words;
+       w += static_cast<size_t>(gridDim.x) * blockDim.x) {
+    const uint64_t r = DummyBlockWord(seed, w, fp8 != 0);
+    if (8 * w + 8 <= bytes) {
+      *reinterpret_cast<uint64_t*>(data + 8 * w) = r;  // the weight arena's chunks are 256-byte aligned
+    } else {
+      for (size_t i = 8 * w; i < bytes; ++i) data[i] = static_cast<uint8_t>(r >> (8 * (i - 8 * w)));
+    }
+  }
+}
+
+__device__ __forceinline__ void PutBytes(uint8_t* p, uint32_t v, int n) {
+  for (int i = 0; i < n; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
+}
+
+__global__ void DummyScalesKernel(uint8_t* data, size_t blocks, size_t block_bytes, uint64_t seed, DummyBlockFields f) {
+  for (size_t blk = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; blk < blocks;
+       blk += static_cast<size_t>(gridDim.x) * blockDim.x) {
+    const size_t b = blk * block_bytes;
+    const float d = __fmul_rn(f.d, DummyBlockFactor(seed, b));
+    if (f.fp8 != 0) {
+      PutBytes(data + b, __float_as_uint(d), 4);
+      continue;
+    }
+    PutBytes(data + b + f.d_at, __half_as_ushort(__float2half_rn(d)), 2);
+    if (f.min_at >= 0) PutBytes(data + b + f.min_at, __half_as_ushort(__float2half_rn(__fmul_rn(d, 0.5f))), 2);
+  }
+}
+
 }  // namespace
 
 cudaError_t ProbeKernelImage() {
@@ -66,6 +99,15 @@ void LaunchFillRandomBf16(cudaStream_t s, void* data, int64_t n, uint64_t seed, 
 void LaunchDummyBf16(cudaStream_t s, void* data, int64_t n, uint64_t base, float scale) {
   if (n <= 0) return;
   DummyBf16Kernel<<<1024, 256, 0, s>>>(static_cast<bf16*>(data), n, base, scale);
+  INFX_CUDA_CHECK_LAUNCH();
+}
+
+void LaunchDummyBlocks(cudaStream_t s, void* data, size_t bytes, size_t block_bytes, uint64_t seed,
+                       DummyBlockFields f) {
+  if (bytes == 0) return;
+  DummyWordsKernel<<<1024, 256, 0, s>>>(static_cast<uint8_t*>(data), bytes, seed, f.fp8);
+  INFX_CUDA_CHECK_LAUNCH();
+  DummyScalesKernel<<<1024, 256, 0, s>>>(static_cast<uint8_t*>(data), bytes / block_bytes, block_bytes, seed, f);
   INFX_CUDA_CHECK_LAUNCH();
 }
 

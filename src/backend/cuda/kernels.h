@@ -57,6 +57,13 @@ void LaunchEmbedding(cudaStream_t s, const int32_t* ids, int64_t n, const void* 
 void LaunchFillRandomBf16(cudaStream_t s, void* data, int64_t n, uint64_t seed, float scale);
 // data[i] = bf16(scale * DummyUniform(base, i)) for i < n (tensor/dummy_values.h): dummy weights.
 void LaunchDummyBf16(cudaStream_t s, void* data, int64_t n, uint64_t base, float scale);
+// Random quantized blocks (tensor/dummy_values.h, tensor/dummy_blocks.h): `bytes` bytes of blocks of
+// `block_bytes`, their scale fields as `f` says (fp8: an f32 at byte 0; else f16 at d_at and min_at).
+struct DummyBlockFields {
+  int32_t fp8, d_at, min_at;
+  float d;
+};
+void LaunchDummyBlocks(cudaStream_t s, void* data, size_t bytes, size_t block_bytes, uint64_t seed, DummyBlockFields f);
 // Returns cudaSuccess when this build has kernels for the current device.
 cudaError_t ProbeKernelImage();
 // out[i, :] = x[rows[i], :], rows of row_bytes bytes (a multiple of 2).
