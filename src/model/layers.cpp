@@ -114,12 +114,23 @@ Tensor RunGatedDeltaNet(LayerContext& ctx, const GatedDeltaNetWeights& w, int li
   be.MatMul(x, w.in_proj_a, a);
   Tensor conv = NewAct(ctx, {n, conv_dim});
   be.CausalConv1d(mixed, w.conv1d, ctx.state, linear_layer, ctx.layout, conv);
-  Tensor q = NewAct(ctx, {n, nk, dk});
-  Tensor k = NewAct(ctx, {n, nk, dk});
-  Tensor v = NewAct(ctx, {n, nv, dv});
-  be.SliceColumns(conv, 0, q.Reshaped({n, key_dim}));
-  be.SliceColumns(conv, key_dim, k.Reshaped({n, key_dim}));
-  be.SliceColumns(conv, 2 * key_dim, v.Reshaped({n, value_dim}));
+  Tensor q, k, v;
+  const size_t elem = DTypeSize(conv.dtype);
+  if (n == 1 && (key_dim * elem) % 16 == 0) {
+    // One token (decode at batch 1): q, k and v are contiguous column ranges of conv's one row, so views
+    // of it (16-byte aligned, as the kernels' vector loads want) instead of three copies.
+    Tensor flat = conv.Reshaped({conv_dim, 1});
+    q = flat.SliceRows(0, key_dim).Reshaped({n, nk, dk});
+    k = flat.SliceRows(key_dim, key_dim).Reshaped({n, nk, dk});
+    v = flat.SliceRows(2 * key_dim, value_dim).Reshaped({n, nv, dv});
+  } else {
+    q = NewAct(ctx, {n, nk, dk});
+    k = NewAct(ctx, {n, nk, dk});
+    v = NewAct(ctx, {n, nv, dv});
+    be.SliceColumns(conv, 0, q.Reshaped({n, key_dim}));
+    be.SliceColumns(conv, key_dim, k.Reshaped({n, key_dim}));
+    be.SliceColumns(conv, 2 * key_dim, v.Reshaped({n, value_dim}));
+  }
   Tensor g = NewF32(ctx, {n, nv});
   Tensor beta = NewF32(ctx, {n, nv});
   be.GdnGates(a, b, w.a_log, w.dt_bias, g, beta);
