@@ -18,16 +18,11 @@ Tensor RunAttention(LayerContext& ctx, const AttentionWeights& w, int attention_
   const ModelConfig& c = ctx.config;
   int64_t n = x.rows(), hq = c.num_heads, hkv = c.num_kv_heads, d = c.head_dim;
   Tensor q = NewAct(ctx, {n, hq, d});
+  be.MatMul(x, w.q_proj, q.Reshaped({n, hq * d}));
   Tensor gate;
   if (w.gated) {
-    Tensor qg = NewAct(ctx, {n, hq, 2 * d});
-    be.MatMul(x, w.q_proj, qg.Reshaped({n, hq * 2 * d}));
-    Tensor rows = qg.Reshaped({n * hq, 2 * d});
-    be.SliceColumns(rows, 0, q.Reshaped({n * hq, d}));
     gate = NewAct(ctx, {n, hq * d});
-    be.SliceColumns(rows, d, gate.Reshaped({n * hq, d}));
-  } else {
-    be.MatMul(x, w.q_proj, q.Reshaped({n, hq * d}));
+    be.MatMul(x, w.q_gate, gate);
   }
   Tensor k = NewAct(ctx, {n, hkv, d});
   Tensor v = NewAct(ctx, {n, hkv, d});

@@ -21,10 +21,13 @@ struct LayerContext {
   float rope_attention_scale = 1.0f;
 };
 
-// Full attention. q_proj is [heads * head_dim * (gated ? 2 : 1), hidden]; when gated, each head's
-// q_proj rows hold [query (head_dim), gate (head_dim)] and the output is multiplied by sigmoid(gate).
+// Full attention. q_proj is [heads * head_dim, hidden]. Gated (Qwen3-Next / 3.5): the checkpoint's q_proj
+// holds each head's [query (head_dim), gate (head_dim)] rows, split at load into q_proj and q_gate
+// (two products of the same input, which decode joins into one launch, and no copies after them); the
+// output is multiplied by sigmoid(gate).
 struct AttentionWeights {
   Tensor q_proj, k_proj, v_proj, o_proj;  // [out, hidden] / o_proj [hidden, heads * head_dim]
+  Tensor q_gate;                          // gated: [heads * head_dim, hidden]
   Tensor q_norm, k_norm;                  // [head_dim], RMSNorm per head (zero-centred in hybrids)
   bool gated = false;
 };

@@ -29,7 +29,19 @@ AttentionWeights BindAttention(const ModelConfig& c, WeightBinder& binder, const
   AttentionWeights a;
   int64_t h = c.hidden_size, d = c.head_dim;
   a.gated = c.gated_attention;
-  a.q_proj = binder.Get(p + "q_proj.weight", {c.num_heads * d * (a.gated ? 2 : 1), h});
+  if (a.gated) {  // rows [h * 2d, h * 2d + d) are head h's query, the next d its gate
+    Tensor qg = binder.Host(p + "q_proj.weight", {c.num_heads * d * 2, h});
+    std::vector<int64_t> q_rows, gate_rows;
+    for (int64_t head = 0; head < c.num_heads; ++head)
+      for (int64_t i = 0; i < d; ++i) {
+        q_rows.push_back(head * 2 * d + i);
+        gate_rows.push_back(head * 2 * d + d + i);
+      }
+    a.q_proj = binder.Own(GatherWeightRows(qg, q_rows));
+    a.q_gate = binder.Own(GatherWeightRows(qg, gate_rows));
+  } else {
+    a.q_proj = binder.Get(p + "q_proj.weight", {c.num_heads * d, h});
+  }
   a.k_proj = binder.Get(p + "k_proj.weight", {c.num_kv_heads * d, h});
   a.v_proj = binder.Get(p + "v_proj.weight", {c.num_kv_heads * d, h});
   a.o_proj = binder.Get(p + "o_proj.weight", {h, c.num_heads * d});
