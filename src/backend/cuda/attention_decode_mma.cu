@@ -233,11 +233,13 @@ bool AttentionDecodeMmaFits(int group, int head_dim, size_t max_smem_optin) {
   return need <= max_smem_optin;
 }
 
-int64_t AttentionDecodeMmaResidentBlocks(int head_dim) {
+DecodeMmaResidency AttentionDecodeMmaResidency() {
   constexpr int64_t kAny = int64_t{1} << 40;
-  if (head_dim <= 64) return PersistentBlocks(DecodeMmaKernel<64>, kThreads, SmemBytes<64>(), kAny);
-  if (head_dim <= 128) return PersistentBlocks(DecodeMmaKernel<128>, kThreads, SmemBytes<128>(), kAny);
-  return PersistentBlocks(DecodeMmaKernel<256>, kThreads, SmemBytes<256>(), kAny);
+  DecodeMmaResidency r;
+  r.blocks[0] = PersistentBlocks(DecodeMmaKernel<64>, kThreads, SmemBytes<64>(), kAny);
+  r.blocks[1] = PersistentBlocks(DecodeMmaKernel<128>, kThreads, SmemBytes<128>(), kAny);
+  r.blocks[2] = PersistentBlocks(DecodeMmaKernel<256>, kThreads, SmemBytes<256>(), kAny);
+  return r;
 }
 
 void LaunchAttentionDecodeMma(cudaStream_t s, DeviceLayout layout, KvCacheView kv, const void* q, int32_t n_heads,

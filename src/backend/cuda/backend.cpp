@@ -81,6 +81,7 @@ CudaBackend::CudaBackend(const CudaOptions& options)
   INFX_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device_));
   smem_optin_ = static_cast<size_t>(optin);
   cuda::ConfigureAttentionKernels(smem_optin_);
+  decode_mma_residency_ = cuda::AttentionDecodeMmaResidency();
   cuda::ConfigureQuantGemvMma(smem_optin_);
   cuda::ConfigureQuantMoeMma(smem_optin_);
   cuda::ConfigureGdnKernels(smem_optin_);

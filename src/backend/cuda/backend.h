@@ -158,6 +158,7 @@ class CudaBackend final : public Backend {
   int device_ = 0;  // first: its initialiser checks the device and makes it current
   cudaDeviceProp props_{};
   size_t smem_optin_ = 0;
+  cuda::DecodeMmaResidency decode_mma_residency_;  // of the tensor-core decode attention
   cudaStream_t stream_ = nullptr;
   cuda::DeviceArena weights_;
   cuda::DeviceArena scratch_;

@@ -397,10 +397,9 @@ void CudaBackend::Attention(const Tensor& q, const Tensor& k, const Tensor& v, S
   // as many as are, rounding the splits down, so that every split streams its chunk in one wave.
   const bool mma = cuda::AttentionDecodeMmaFits(group, static_cast<int>(d), smem_optin_);
   const int64_t two_per_sm = 2 * static_cast<int64_t>(props_.multiProcessorCount);
-  const int64_t target_blocks =
-      mma ? std::min(two_per_sm, cuda::AttentionDecodeMmaResidentBlocks(static_cast<int>(d))) : two_per_sm;
+  const int64_t target_blocks = mma ? std::min(two_per_sm, decode_mma_residency_.For(static_cast<int>(d))) : two_per_sm;
   const int64_t splits = std::clamp<int64_t>(
-      mma && target_blocks < two_per_sm ? target_blocks / (n * hkv) : (target_blocks + n * hkv - 1) / (n * hkv), 1,
+      target_blocks < two_per_sm ? target_blocks / (n * hkv) : (target_blocks + n * hkv - 1) / (n * hkv), 1,
       max_splits);
   const auto split_kernel = mma ? cuda::LaunchAttentionDecodeMma : cuda::LaunchAttentionSplit;
   if (splits == 1) {  // the split kernel writes the output itself

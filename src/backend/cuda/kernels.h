@@ -218,8 +218,13 @@ void LaunchAttentionSplit(cudaStream_t s, DeviceLayout layout, KvCacheView kv, c
 // <= 256, GQA groups of <= 16, its shared memory within max_smem_optin. Chunks are whole KV pages.
 // direct_out is given exactly when n_splits == 1.
 bool AttentionDecodeMmaFits(int group, int head_dim, size_t max_smem_optin);
-// Blocks of that kernel resident on the device at once for head_dim (the splits fill one wave).
-int64_t AttentionDecodeMmaResidentBlocks(int head_dim);
+// Blocks of that kernel resident on the device at once, per head_dim (the splits fill one wave): asked of
+// the driver once, when the backend starts, not on a decode step's host path.
+struct DecodeMmaResidency {
+  int64_t blocks[3] = {1, 1, 1};  // head_dim <= 64, <= 128, <= 256
+  int64_t For(int head_dim) const { return blocks[head_dim <= 64 ? 0 : head_dim <= 128 ? 1 : 2]; }
+};
+DecodeMmaResidency AttentionDecodeMmaResidency();
 void LaunchAttentionDecodeMma(cudaStream_t s, DeviceLayout layout, KvCacheView kv, const void* q, int32_t n_heads,
                               float scale, int32_t n_splits, float* ws_o, float* ws_ml, void* direct_out);
 // out [n_tokens, n_heads, head_dim] (bf16) from the partial results.
