@@ -111,7 +111,7 @@ int Run(const Options& o) {
   for (int l = 0; l < layers; ++l) {
     weights.emplace_back(layer_bytes, "the GEMV benchmark's weights");
     if (bf16) {
-      cuda::LaunchFillRandomBf16(s, weights.back().data(), static_cast<int64_t>(layer_bytes / 2), 100 + l, 0.02f);
+      cuda::LaunchDummyBf16(s, weights.back().data(), static_cast<int64_t>(layer_bytes / 2), 100 + l, 0.02f);
     } else {  // every byte 0x3c: finite scales and valid codes in every block type
       INFX_CUDA_CHECK(cudaMemsetAsync(weights.back().data(), 0x3c, layer_bytes, s));
     }
@@ -120,9 +120,9 @@ int Run(const Options& o) {
   cuda::DeviceBuffer x(static_cast<size_t>(max_tokens * max_k) * 2, "x"), norm_in(x.size_bytes(), "x"),
       norm_w(static_cast<size_t>(max_k) * 2, "x"), out(static_cast<size_t>(max_tokens * max_rows) * 2, "out"),
       counter(sizeof(int32_t), "counter"), ss(static_cast<size_t>(max_tokens * max_k / 16) * 4, "sums of squares");
-  cuda::LaunchFillRandomBf16(s, x.data(), max_tokens * max_k, 1, 1.0f);
-  cuda::LaunchFillRandomBf16(s, norm_in.data(), max_tokens * max_k, 2, 1.0f);
-  cuda::LaunchFillRandomBf16(s, norm_w.data(), max_k, 3, 1.0f);
+  cuda::LaunchDummyBf16(s, x.data(), max_tokens * max_k, 1, 1.0f);
+  cuda::LaunchDummyBf16(s, norm_in.data(), max_tokens * max_k, 2, 1.0f);
+  cuda::LaunchDummyBf16(s, norm_w.data(), max_k, 3, 1.0f);
   INFX_CUDA_CHECK(cudaMemsetAsync(counter.data(), 0, sizeof(int32_t), s));
   INFX_CUDA_CHECK(cudaStreamSynchronize(s));
 

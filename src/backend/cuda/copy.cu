@@ -30,18 +30,6 @@ __global__ void GatherRowsKernel(const U* x, const int32_t* rows, int64_t units,
   for (int64_t i = threadIdx.x; i < units; i += blockDim.x) dst[i] = src[i];
 }
 
-__global__ void FillRandomBf16Kernel(bf16* data, int64_t n, uint64_t seed, float scale) {
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    uint64_t x = seed + static_cast<uint64_t>(i) * 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    x ^= x >> 31;
-    float u = static_cast<float>(x >> 40) * (2.0f / 16777216.0f) - 1.0f;
-    data[i] = __float2bfloat16_rn(u * scale);
-  }
-}
-
 // Dummy weights (tensor/dummy_values.h): the same bits as the host fill.
 __global__ void DummyBf16Kernel(bf16* data, int64_t n, uint64_t base, float scale) {
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
@@ -88,12 +76,6 @@ __global__ void DummyScalesKernel(uint8_t* data, size_t blocks, size_t block_byt
 cudaError_t ProbeKernelImage() {
   cudaFuncAttributes attr{};
   return cudaFuncGetAttributes(&attr, EmbeddingKernel);
-}
-
-void LaunchFillRandomBf16(cudaStream_t s, void* data, int64_t n, uint64_t seed, float scale) {
-  if (n <= 0) return;
-  FillRandomBf16Kernel<<<1024, 256, 0, s>>>(static_cast<bf16*>(data), n, seed, scale);
-  INFX_CUDA_CHECK_LAUNCH();
 }
 
 void LaunchDummyBf16(cudaStream_t s, void* data, int64_t n, uint64_t base, float scale) {

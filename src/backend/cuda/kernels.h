@@ -53,9 +53,8 @@ void LaunchCopy2D(cudaStream_t s, void* dst, size_t dst_pitch, const void* src, 
 // out[i, :] = table[ids[i], :] (zeros for an id outside [0, vocab)). out is act [n, h].
 void LaunchEmbedding(cudaStream_t s, const int32_t* ids, int64_t n, const void* table, int table_dtype, int64_t vocab,
                      int64_t h, void* out, int out_dtype);
-// n bf16 values, uniform in [-scale, scale), deterministic in seed (benchmark inputs).
-void LaunchFillRandomBf16(cudaStream_t s, void* data, int64_t n, uint64_t seed, float scale);
-// data[i] = bf16(scale * DummyUniform(base, i)) for i < n (tensor/dummy_values.h): dummy weights.
+// data[i] = bf16(scale * DummyUniform(base, i)) for i < n (tensor/dummy_values.h): uniform in
+// [-scale, scale), deterministic in base; dummy weights and benchmark inputs.
 void LaunchDummyBf16(cudaStream_t s, void* data, int64_t n, uint64_t base, float scale);
 // Random quantized blocks (tensor/dummy_values.h, tensor/dummy_blocks.h): `bytes` bytes of blocks of
 // `block_bytes`, their scale fields as `f` says (fp8: an f32 at byte 0; else f16 at d_at and min_at).

@@ -21,7 +21,7 @@ CudaDeviceReport MeasureCudaDevice(Backend& backend) {
   {
     const size_t bytes = size_t{1} << 30;  // far beyond the L2
     cuda::DeviceBuffer a(bytes, "the copy-bandwidth test"), b(bytes, "the copy-bandwidth test");
-    cuda::LaunchFillRandomBf16(s, a.data(), static_cast<int64_t>(bytes / 2), 7, 1.0f);
+    cuda::LaunchDummyBf16(s, a.data(), static_cast<int64_t>(bytes / 2), 7, 1.0f);
     double ms = MedianMs(s, 3, 10, [&] { INFX_CUDA_CHECK(cudaMemcpyAsync(b.data(), a.data(), bytes, cudaMemcpyDeviceToDevice, s)); });
     r.copy_bytes_per_s = 2.0 * static_cast<double>(bytes) / (ms * 1e-3);
   }
@@ -29,8 +29,8 @@ CudaDeviceReport MeasureCudaDevice(Backend& backend) {
     const int64_t n = 8192;
     const size_t bytes = static_cast<size_t>(n * n) * 2;
     cuda::DeviceBuffer x(bytes, "the GEMM test"), w(bytes, "the GEMM test"), out(bytes, "the GEMM test");
-    cuda::LaunchFillRandomBf16(s, x.data(), n * n, 11, 1.0f);
-    cuda::LaunchFillRandomBf16(s, w.data(), n * n, 13, 1.0f);
+    cuda::LaunchDummyBf16(s, x.data(), n * n, 11, 1.0f);
+    cuda::LaunchDummyBf16(s, w.data(), n * n, 13, 1.0f);
     const cuda::GemmPlan* plan = be->gemm().Find(n, n, n, DType::kBF16, 256);
     if (plan != nullptr) {
       double ms = MedianMs(s, 3, 10, [&] { cuda::GemmLt::Run(s, plan, x.data(), w.data(), out.data()); });
