@@ -212,8 +212,8 @@ void Run(const BenchOptions& o) {
         for (int s = 0; s < b; ++s) state->ClearSlot(s);
         first = 0;
       }
-      // Reading the counters runs the slots' clearing (a unit of its own: inside the first timed step, it
-      // made that step's work differ from the captured graphs' and run launch by launch).
+      // Reading the counters runs the slots' clearing (the first forward pass would run it as a unit of its
+      // own, launch by launch, inside the timed loop) and waits for it.
       std::optional<BackendCounters> before = ReadBackendCounters(*backend);
       auto t0 = std::chrono::steady_clock::now();
       for (int64_t pos = first; pos < first + o.n_gen; ++pos) step(pos);

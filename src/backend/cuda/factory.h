@@ -44,12 +44,12 @@ struct CudaDeviceReport {
 CudaDeviceReport MeasureCudaDevice(Backend& backend);
 
 // The recorder's counters (recorder.h): units run eagerly, captured, replayed; device time of units.
-// Runs what is queued first (as a unit of its own) and waits for the device, so that the counters cover
-// it and work queued before a measurement is not counted in it.
 struct CudaCounters {
   int64_t units_eager = 0, units_captured = 0, units_replayed = 0, units_timed = 0;
   double gpu_ms = 0;
 };
+// Runs what is queued first and waits for the device, so that the counters cover all of it (and work
+// queued before a measurement is not counted in it).
 CudaCounters ReadCudaCounters(Backend& backend);
 
 }  // namespace infernix
