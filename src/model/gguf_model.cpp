@@ -206,13 +206,8 @@ class GgufWeightSource final : public WeightSource {
         ThrowError(ErrorCode::kInvalidFormat, "{}: tensor '{}ssm_ba.weight' has shape {}, expected [{}, hidden]",
                    file_->path(), b, ba->shape.ToString(), 2 * nv);
       Tensor t = file_->View(*ba);
-      std::vector<int64_t> b_rows, a_rows;
-      for (int64_t g = 0; g < nk; ++g)
-        for (int64_t i = 0; i < r; ++i) {
-          b_rows.push_back(g * 2 * r + i);
-          a_rows.push_back(g * 2 * r + r + i);
-        }
-      HostBuffer bw = GatherWeightRows(t, b_rows), aw = GatherWeightRows(t, a_rows);
+      HostBuffer bw = GatherWeightRows(t, InterleavedRows(nk, 2 * r, 0, r));
+      HostBuffer aw = GatherWeightRows(t, InterleavedRows(nk, 2 * r, r, r));
       Shape shape = bw.view().shape;
       entries_[p + "in_proj_b.weight"] = Entry{ba, shape, -1, Own(std::move(bw))};
       entries_[p + "in_proj_a.weight"] = Entry{ba, shape, -1, Own(std::move(aw))};

@@ -29,16 +29,10 @@ AttentionWeights BindAttention(const ModelConfig& c, WeightBinder& binder, const
   AttentionWeights a;
   int64_t h = c.hidden_size, d = c.head_dim;
   a.gated = c.gated_attention;
-  if (a.gated) {  // rows [h * 2d, h * 2d + d) are head h's query, the next d its gate
+  if (a.gated) {  // per head: d rows of query, then d of gate
     Tensor qg = binder.Host(p + "q_proj.weight", {c.num_heads * d * 2, h});
-    std::vector<int64_t> q_rows, gate_rows;
-    for (int64_t head = 0; head < c.num_heads; ++head)
-      for (int64_t i = 0; i < d; ++i) {
-        q_rows.push_back(head * 2 * d + i);
-        gate_rows.push_back(head * 2 * d + d + i);
-      }
-    a.q_proj = binder.Own(GatherWeightRows(qg, q_rows));
-    a.q_gate = binder.Own(GatherWeightRows(qg, gate_rows));
+    a.q_proj = binder.Own(GatherWeightRows(qg, InterleavedRows(c.num_heads, 2 * d, 0, d)));
+    a.q_gate = binder.Own(GatherWeightRows(qg, InterleavedRows(c.num_heads, 2 * d, d, d)));
   } else {
     a.q_proj = binder.Get(p + "q_proj.weight", {c.num_heads * d, h});
   }

@@ -8,18 +8,10 @@
 // Qwen3.5 stores them split (in_proj_qkv, in_proj_z, in_proj_b, in_proj_a) in the canonical order
 // q (all heads), k, v. The Qwen3-Next rows are gathered into the canonical layout at load time, so a
 // single forward path serves both.
-#include <numeric>
-
 #include "model/architectures.h"
 
 namespace infernix {
 namespace {
-
-std::vector<int64_t> Range(int64_t begin, int64_t count) {
-  std::vector<int64_t> r(static_cast<size_t>(count));
-  std::iota(r.begin(), r.end(), begin);
-  return r;
-}
 
 void Append(std::vector<int64_t>& to, const std::vector<int64_t>& from) { to.insert(to.end(), from.begin(), from.end()); }
 
@@ -32,17 +24,13 @@ GatedDeltaNetWeights BindGatedDeltaNet(const ModelConfig& c, WeightBinder& binde
     int64_t group = 2 * dk + 2 * r * dv;
     Tensor qkvz = binder.Host(p + "in_proj_qkvz.weight", {nk * group, h});
     Tensor ba = binder.Host(p + "in_proj_ba.weight", {nk * 2 * r, h});
-    std::vector<int64_t> qkv_rows, z_rows, b_rows, a_rows;
-    for (int64_t g = 0; g < nk; ++g) Append(qkv_rows, Range(g * group, dk));
-    for (int64_t g = 0; g < nk; ++g) Append(qkv_rows, Range(g * group + dk, dk));
-    for (int64_t g = 0; g < nk; ++g) Append(qkv_rows, Range(g * group + 2 * dk, r * dv));
-    for (int64_t g = 0; g < nk; ++g) Append(z_rows, Range(g * group + 2 * dk + r * dv, r * dv));
-    for (int64_t g = 0; g < nk; ++g) Append(b_rows, Range(g * 2 * r, r));
-    for (int64_t g = 0; g < nk; ++g) Append(a_rows, Range(g * 2 * r + r, r));
+    std::vector<int64_t> qkv_rows = InterleavedRows(nk, group, 0, dk);  // q, then k, then v of every head
+    Append(qkv_rows, InterleavedRows(nk, group, dk, dk));
+    Append(qkv_rows, InterleavedRows(nk, group, 2 * dk, r * dv));
     w.in_proj_qkv = binder.Own(GatherWeightRows(qkvz, qkv_rows));
-    w.in_proj_z = binder.Own(GatherWeightRows(qkvz, z_rows));
-    w.in_proj_b = binder.Own(GatherWeightRows(ba, b_rows));
-    w.in_proj_a = binder.Own(GatherWeightRows(ba, a_rows));
+    w.in_proj_z = binder.Own(GatherWeightRows(qkvz, InterleavedRows(nk, group, 2 * dk + r * dv, r * dv)));
+    w.in_proj_b = binder.Own(GatherWeightRows(ba, InterleavedRows(nk, 2 * r, 0, r)));
+    w.in_proj_a = binder.Own(GatherWeightRows(ba, InterleavedRows(nk, 2 * r, r, r)));
   } else {
     w.in_proj_qkv = binder.Get(p + "in_proj_qkv.weight", {conv_dim, h});
     w.in_proj_z = binder.Get(p + "in_proj_z.weight", {value_dim, h});

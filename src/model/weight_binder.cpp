@@ -71,6 +71,14 @@ std::vector<std::string> WeightBinder::Unused() const {
   return out;
 }
 
+std::vector<int64_t> InterleavedRows(int64_t groups, int64_t stride, int64_t offset, int64_t count) {
+  std::vector<int64_t> rows;
+  rows.reserve(static_cast<size_t>(groups * count));
+  for (int64_t g = 0; g < groups; ++g)
+    for (int64_t i = 0; i < count; ++i) rows.push_back(g * stride + offset + i);
+  return rows;
+}
+
 HostBuffer GatherWeightRows(const Tensor& w, const std::vector<int64_t>& rows) {
   int64_t cols = w.cols();
   HostBuffer out(w.dtype, Shape{static_cast<int64_t>(rows.size()), cols});

@@ -78,5 +78,8 @@ class WeightBinder {
 
 // Copies rows of a 2-D weight: out row i = w row rows[i]. Any dtype.
 HostBuffer GatherWeightRows(const Tensor& w, const std::vector<int64_t>& rows);
+// The rows [offset, offset + count) of each of `groups` consecutive groups of `stride` rows, group by
+// group: one part of a weight whose rows interleave several parts per head (for GatherWeightRows).
+std::vector<int64_t> InterleavedRows(int64_t groups, int64_t stride, int64_t offset, int64_t count);
 
 }  // namespace infernix
