@@ -54,6 +54,8 @@ float DummyWeightSource::Scale(const std::string& name, const Shape& shape, bool
   return 0.1f;
 }
 
+uint64_t DummyWeightSource::Seed(const std::string& name) const { return SplitMix64(seed_ ^ HashName(name)); }
+
 bool DummyWeightSource::Quantized(const std::string& name, const Shape& shape) const {
   return IsBlockQuantized(linear_dtype_) && shape.ndim == 2 && !EndsWith(name, "embed_tokens.weight") &&
          !EndsWith(name, "mlp.gate.weight") && !EndsWith(name, "shared_expert_gate.weight") &&
@@ -65,9 +67,7 @@ std::optional<Tensor> DummyWeightSource::MakeOnBackend(const std::string& name, 
   bool unit_offset = false;
   const float scale = Scale(name, expected, &unit_offset);
   if (unit_offset || expected.numel() < (int64_t{1} << 19)) return std::nullopt;
-  // The seed Get gives the host fill of either kind.
-  return backend.MakeDummyWeight(Quantized(name, expected) ? linear_dtype_ : DType::kBF16, expected,
-                                 SplitMix64(seed_ ^ HashName(name)), scale);
+  return backend.MakeDummyWeight(Quantized(name, expected) ? linear_dtype_ : DType::kBF16, expected, Seed(name), scale);
 }
 
 Tensor DummyWeightSource::Get(const std::string& name, const Shape& expected) {
@@ -77,15 +77,14 @@ Tensor DummyWeightSource::Get(const std::string& name, const Shape& expected) {
   const float scale = Scale(name, expected, &unit_offset);
   if (Quantized(name, expected)) {
     auto packed = std::make_unique<HostBuffer>(
-        RandomQuantBlocks(linear_dtype_, expected[0], expected[1], SplitMix64(seed_ ^ HashName(name)), scale,
-                          pool_.get()));
+        RandomQuantBlocks(linear_dtype_, expected[0], expected[1], Seed(name), scale, pool_.get()));
     Tensor view = packed->view();
     made_.emplace(name, std::move(packed));
     return view;
   }
   auto buffer = std::make_unique<HostBuffer>(DType::kBF16, expected);
   const float offset = unit_offset ? 1.0f : 0.0f;
-  const uint64_t base = SplitMix64(seed_ ^ HashName(name));
+  const uint64_t base = Seed(name);
   uint16_t* out = buffer->view().as<uint16_t>();
   const size_t n = static_cast<size_t>(expected.numel());
   auto fill = [&](size_t b, size_t e) {

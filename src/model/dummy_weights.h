@@ -39,6 +39,8 @@ class DummyWeightSource final : public WeightSource {
 
  private:
   float Scale(const std::string& name, const Shape& shape, bool* unit_offset) const;
+  // The stream of `name`'s values (the same wherever they are made).
+  uint64_t Seed(const std::string& name) const;
   // Whether `name` is made as random blocks of linear_dtype_ (else bf16).
   bool Quantized(const std::string& name, const Shape& shape) const;
 
