@@ -60,12 +60,23 @@ fi
 if [ -f "$BUILD"/CMakeCache.txt ] && ! grep -qx "CMAKE_HOME_DIRECTORY:INTERNAL=$SRC" "$BUILD"/CMakeCache.txt; then
   rm -rf "$BUILD"
 fi
+# What to build: only what the steps run (a cold build is GPU time); every test binary and infernix
+# without steps. An unknown step stops here, before the build.
+targets=""
 for step in "$@"; do
   case $step in
-    ops | models | bench | qbench | moebench | hybrid | ncu | ncudetail | gemvbench | sanitize | longctx | racecheck) ;;
+    ops | racecheck) need=backend_cuda_test ;;
+    models) need=gpu_model_test ;;
+    sanitize) need="backend_cuda_test gpu_model_test" ;;
+    gemvbench) need=gemv_bench ;;
+    bench | qbench | moebench | hybrid | longctx | ncu | ncudetail) need=infernix ;;
     *) echo "device_run.sh: unknown step '$step' (see the list at the top of this script)" >&2; exit 2 ;;
   esac
+  for t in $need; do
+    case " $targets " in *" $t "*) ;; *) targets="$targets $t" ;; esac
+  done
 done
+targets=${targets:-backend_cuda_test gpu_model_test infernix}
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv > "$OUT/gpu.txt" 2>&1
 cat "$OUT/gpu.txt"
 # The benchmarks under bench/ (Google Benchmark) only when a step needs one of them.
@@ -77,21 +88,6 @@ cmake -S "$SRC" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DINFERNI
   { tail -40 "$OUT/configure.log"; exit 1; }
 echo "== build"
 start=$(date +%s)
-# Only what the steps run (a cold build is GPU time); every test binary and infernix without steps.
-targets=""
-for step in "$@"; do
-  case $step in
-    ops | racecheck) need=backend_cuda_test ;;
-    models) need=gpu_model_test ;;
-    sanitize) need="backend_cuda_test gpu_model_test" ;;
-    gemvbench) need=gemv_bench ;;
-    *) need=infernix ;;
-  esac
-  for t in $need; do
-    case " $targets " in *" $t "*) ;; *) targets="$targets $t" ;; esac
-  done
-done
-targets=${targets:-backend_cuda_test gpu_model_test infernix}
 # shellcheck disable=SC2086  # the targets are meant to split
 ninja -C "$BUILD" -j"$JOBS" -k 0 $targets > "$OUT/build.log" 2>&1 ||
   { grep -E -A12 "error|FAILED" "$OUT/build.log" | head -80; }
