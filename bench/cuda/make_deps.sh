@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Makes .deps/ (git-ignored) for the GPU machine, which lacks some of the project's libraries: the
+# headers and shared objects of cpp-httplib (with the brotli libraries it links), PCRE2, utf8proc and
+# toml++, each once under its soname, and a toml++ CMake config that points into .deps. device_run.sh
+# turns them into what the build finds (pkg-config files, the linker's names). Run it here, on the
+# development machine, after scripts/install-deps.sh; carry .deps with the device call (~4 MB).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+DEPS=.deps
+LIBDIR=/usr/lib/x86_64-linux-gnu
+grep -qx '/.deps/' .git/info/exclude 2>/dev/null || { mkdir -p .git/info && echo '/.deps/' >> .git/info/exclude; }
+rm -rf "$DEPS/include" "$DEPS/lib" "$DEPS/cmake"
+mkdir -p "$DEPS/include" "$DEPS/lib" "$DEPS/cmake/tomlplusplus"
+cp /usr/include/httplib.h /usr/include/pcre2.h /usr/include/utf8proc.h "$DEPS/include/"
+cp -r /usr/include/toml++ "$DEPS/include/"
+for lib in libcpp-httplib libpcre2-8 libutf8proc libtomlplusplus libbrotlidec libbrotlienc libbrotlicommon; do
+  f=$(readlink -f "$LIBDIR/$lib.so")
+  soname=$(objdump -p "$f" | awk '/SONAME/ {print $2}')
+  cp "$f" "$DEPS/lib/$soname"
+done
+toml_so=$(basename "$(ls "$DEPS"/lib/libtomlplusplus.so.*)")
+cat > "$DEPS/cmake/tomlplusplus/tomlplusplusConfig.cmake" << EOF
+# toml++ as carried in .deps (bench/cuda/make_deps.sh)
+if(NOT TARGET tomlplusplus::tomlplusplus)
+  get_filename_component(_infx_deps "\${CMAKE_CURRENT_LIST_DIR}/../.." ABSOLUTE)
+  add_library(tomlplusplus::tomlplusplus UNKNOWN IMPORTED)
+  set_target_properties(tomlplusplus::tomlplusplus PROPERTIES
+    INTERFACE_INCLUDE_DIRECTORIES "\${_infx_deps}/include"
+    IMPORTED_LOCATION "\${_infx_deps}/lib/$toml_so")
+  target_compile_features(tomlplusplus::tomlplusplus INTERFACE cxx_std_17)
+  target_compile_options(tomlplusplus::tomlplusplus INTERFACE -DTOML_HEADER_ONLY=0 -DTOML_SHARED_LIB=1)
+endif()
+EOF
+du -sh "$DEPS"
+ls "$DEPS/lib"
