@@ -315,34 +315,38 @@ cuda::DeviceLayout CudaBackend::Layout(const BatchLayout& layout) {
   return layout_device_;
 }
 
-const cuda::ExpertTable& CudaBackend::ExpertTableFor(const ExpertWeights& experts) {
+const cuda::ExpertTable& CudaBackend::ExpertTableFor(const ExpertWeights& experts, const SharedExpert* shared) {
   INFX_CHECK(!experts.gate.empty() && experts.gate.size() == experts.up.size() &&
              experts.gate.size() == experts.down.size());
-  const void* key = experts.gate[0].data;
+  // A layer's shared expert is its own key (the table holds it as one more entry).
+  const void* key = shared != nullptr ? shared->gate.data : experts.gate[0].data;
   auto it = expert_tables_.find(key);
   if (it != expert_tables_.end()) return it->second.table;
-  const size_t n = experts.gate.size();
+  const size_t n = experts.gate.size(), entries = n + (shared != nullptr ? 1 : 0);
   const Tensor& g0 = experts.gate[0];
   if (IsBlockQuantized(g0.dtype) && !cuda::QuantTypeSupported(static_cast<int>(g0.dtype)))
     ThrowError(ErrorCode::kUnsupported, "the CUDA backend has no kernels for {} expert weights yet (use --backend cpu)",
                DTypeName(g0.dtype));
-  std::vector<const void*> ptrs(3 * n);
-  for (size_t e = 0; e < n; ++e) {
-    const Tensor &g = experts.gate[e], &u = experts.up[e], &d = experts.down[e];
+  std::vector<const void*> ptrs(3 * entries);
+  for (size_t e = 0; e < entries; ++e) {
+    const bool routed = e < n;
+    const Tensor& g = routed ? experts.gate[e] : shared->gate;
+    const Tensor& u = routed ? experts.up[e] : shared->up;
+    const Tensor& d = routed ? experts.down[e] : shared->down;
     INFX_CHECK_MSG(g.shape == g0.shape && u.shape == g0.shape && d.rows() == g0.cols() && d.cols() == g0.rows() &&
                        g.dtype == g0.dtype && u.dtype == g0.dtype && d.dtype == g0.dtype,
                    "expert {}: gate {} up {} down {}", e, g.Describe(), u.Describe(), d.Describe());
     ptrs[e] = g.data;
-    ptrs[n + e] = u.data;
-    ptrs[2 * n + e] = d.data;
+    ptrs[entries + e] = u.data;
+    ptrs[2 * entries + e] = d.data;
   }
   void* table = weights_.Allocate(ptrs.size() * sizeof(void*));
   INFX_CUDA_CHECK(cudaMemcpy(table, ptrs.data(), ptrs.size() * sizeof(void*), cudaMemcpyHostToDevice));
   cuda::ExpertTable t;
   auto* base = static_cast<const void* const*>(table);
   t.gate = base;
-  t.up = base + n;
-  t.down = base + 2 * n;
+  t.up = base + entries;
+  t.down = base + 2 * entries;
   t.dtype = static_cast<int32_t>(g0.dtype);
   t.n_experts = static_cast<int32_t>(n);
   t.inter = g0.rows();
@@ -351,6 +355,7 @@ const cuda::ExpertTable& CudaBackend::ExpertTableFor(const ExpertWeights& expert
                             [](const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; })
                     ? 1
                     : 0;
+  t.shared = shared != nullptr ? 1 : 0;
   return expert_tables_.emplace(key, ExpertTableEntry{t}).first->second.table;
 }
 

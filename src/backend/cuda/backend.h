@@ -73,6 +73,10 @@ class CudaBackend final : public Backend {
   void MoeRouting(const Tensor& logits, int top_k, bool normalize, Tensor weights, Tensor ids) override;
   void MoeExperts(const Tensor& x, const Tensor& weights, const Tensor& ids, const ExpertWeights& experts,
                   Tensor out) override;
+  // bf16 experts at decode: the shared expert runs in the routed experts' kernels (moe_gemv.cu) when its
+  // shapes are theirs; else the ops' default.
+  void MoeExpertsWithShared(const Tensor& x, const Tensor& weights, const Tensor& ids, const ExpertWeights& experts,
+                            const SharedExpert& shared, Tensor out) override;
   void AddSigmoidGated(Tensor acc, const Tensor& x, const Tensor& gate_logit) override;
   void GatherRows(const Tensor& x, const std::vector<int32_t>& rows, Tensor out) override;
 
@@ -136,7 +140,11 @@ class CudaBackend final : public Backend {
   bool ResidualNormFusable(const Tensor& x, const Tensor& weight, const Tensor& out) const;
   // Launches the op held back for fusion (plain, unfused).
   void FlushPending();
-  const cuda::ExpertTable& ExpertTableFor(const ExpertWeights& experts);
+  // The device table of the experts' weight pointers (cached per layer); with `shared`, a table of one more
+  // entry, the shared expert (the caller checks that its shapes and dtype are the routed experts').
+  const cuda::ExpertTable& ExpertTableFor(const ExpertWeights& experts, const SharedExpert* shared = nullptr);
+  // Checks the arguments of MoeExperts (and MoeExpertsWithShared).
+  void CheckMoeArgs(const Tensor& x, const Tensor& weights, const Tensor& ids, const Tensor& out) const;
 
   // An op held back because the next one may fuse with it. Invariant: the pending op and the
   // pending GEMV group are never both non-empty (a residual add held for fusion after a GEMV lives in

@@ -481,35 +481,69 @@ void CudaBackend::MoeRouting(const Tensor& logits, int top_k, bool normalize, Te
           static_cast<int32_t>(top_k), static_cast<int32_t>(normalize), weights.as<float>(), ids.as<int32_t>());
 }
 
-void CudaBackend::MoeExperts(const Tensor& x, const Tensor& weights, const Tensor& ids, const ExpertWeights& experts,
-                             Tensor out) {
-  const int64_t n = x.rows(), hidden = x.cols(), top_k = weights.cols();
-  INFX_CHECK(out.rows() == n && out.cols() == hidden && ids.numel() == n * top_k && weights.numel() == n * top_k);
+void CudaBackend::CheckMoeArgs(const Tensor& x, const Tensor& weights, const Tensor& ids, const Tensor& out) const {
+  const int64_t n = x.rows(), top_k = weights.cols();
+  INFX_CHECK(out.rows() == n && out.cols() == x.cols() && ids.numel() == n * top_k && weights.numel() == n * top_k);
   INFX_CHECK(x.dtype == DType::kBF16 && out.dtype == DType::kBF16 && weights.dtype == DType::kF32 &&
              ids.dtype == DType::kI32);
+}
+
+void CudaBackend::MoeExperts(const Tensor& x, const Tensor& weights, const Tensor& ids, const ExpertWeights& experts,
+                             Tensor out) {
+  CheckMoeArgs(x, weights, ids, out);
+  const int64_t n = x.rows(), top_k = weights.cols();
   if (n == 0) return;
   const cuda::ExpertTable& table = ExpertTableFor(experts);
-  INFX_CHECK(table.hidden == hidden);
+  INFX_CHECK(table.hidden == x.cols());
+  const auto k32 = static_cast<int32_t>(top_k);
   if (n >= cuda::kMoeGroupedMinTokens && cuda::MoeGroupedFits(table)) {
-    void* ws = Workspace(cuda::MoeGroupedScratchBytes(n, static_cast<int32_t>(top_k), table));
-    Enqueue(cuda::LaunchMoeGrouped, x.data, weights.as<const float>(), ids.as<const int32_t>(), n,
-            static_cast<int32_t>(top_k), table, ws, out.data);
+    void* ws = Workspace(cuda::MoeGroupedScratchBytes(n, k32, table));
+    Enqueue(cuda::LaunchMoeGrouped, x.data, weights.as<const float>(), ids.as<const int32_t>(), n, k32, table, ws,
+            out.data);
     return;
   }
-  if (cuda::Bf16MoeMmaFits(n, static_cast<int32_t>(top_k), table, smem_optin_)) {
+  if (options_.gemv && cuda::MoeGemvFits(n, k32, false, table)) {
     Tensor act = Scratch(DType::kBF16, {n, top_k, table.inter});
-    Enqueue(cuda::LaunchBf16MoeMma, x.data, weights.as<const float>(), ids.as<const int32_t>(), n,
-            static_cast<int32_t>(top_k), table, act.data, out.data);
+    Enqueue(cuda::LaunchMoeGemv, x.data, weights.as<const float>(), ids.as<const int32_t>(),
+            static_cast<const float*>(nullptr), n, k32, table, act.data, out.data);
+    return;
+  }
+  if (cuda::Bf16MoeMmaFits(n, k32, table, smem_optin_)) {
+    Tensor act = Scratch(DType::kBF16, {n, top_k, table.inter});
+    Enqueue(cuda::LaunchBf16MoeMma, x.data, weights.as<const float>(), ids.as<const int32_t>(), n, k32, table, act.data,
+            out.data);
     return;
   }
   Tensor act = Scratch(DType::kF32, {n, top_k, table.inter});
   if (IsBlockQuantized(static_cast<DType>(table.dtype))) {
-    Enqueue(cuda::LaunchQuantMoeExperts, x.data, weights.as<const float>(), ids.as<const int32_t>(), n,
-            static_cast<int32_t>(top_k), table, act.as<float>(), out.data, smem_optin_);
+    Enqueue(cuda::LaunchQuantMoeExperts, x.data, weights.as<const float>(), ids.as<const int32_t>(), n, k32, table,
+            act.as<float>(), out.data, smem_optin_);
     return;
   }
-  Enqueue(cuda::LaunchMoeExperts, x.data, weights.as<const float>(), ids.as<const int32_t>(), n,
-          static_cast<int32_t>(top_k), table, act.as<float>(), out.data);
+  Enqueue(cuda::LaunchMoeExperts, x.data, weights.as<const float>(), ids.as<const int32_t>(), n, k32, table,
+          act.as<float>(), out.data);
+}
+
+void CudaBackend::MoeExpertsWithShared(const Tensor& x, const Tensor& weights, const Tensor& ids,
+                                       const ExpertWeights& experts, const SharedExpert& shared, Tensor out) {
+  CheckMoeArgs(x, weights, ids, out);
+  const int64_t n = x.rows(), top_k = weights.cols();
+  INFX_CHECK(shared.gate_logit.numel() == n && shared.gate_logit.dtype == DType::kF32);
+  const Tensor& g0 = experts.gate.at(0);
+  const bool same = shared.gate.shape == g0.shape && shared.up.shape == g0.shape &&
+                    shared.down.shape == experts.down.at(0).shape && shared.gate.dtype == g0.dtype &&
+                    shared.up.dtype == g0.dtype && shared.down.dtype == g0.dtype;
+  if (n > 0 && same && options_.gemv && options_.fuse && g0.dtype == DType::kBF16 && n < cuda::kMoeGroupedMinTokens) {
+    const cuda::ExpertTable& table = ExpertTableFor(experts, &shared);
+    const auto k32 = static_cast<int32_t>(top_k);
+    if (table.hidden == x.cols() && cuda::MoeGemvFits(n, k32, true, table)) {
+      Tensor act = Scratch(DType::kBF16, {n, top_k + 1, table.inter});
+      Enqueue(cuda::LaunchMoeGemv, x.data, weights.as<const float>(), ids.as<const int32_t>(),
+              shared.gate_logit.as<const float>(), n, k32, table, act.data, out.data);
+      return;
+    }
+  }
+  Backend::MoeExpertsWithShared(x, weights, ids, experts, shared, out);
 }
 
 void CudaBackend::ArgmaxRows(const Tensor& logits, Tensor ids) {

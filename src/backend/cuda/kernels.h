@@ -292,7 +292,8 @@ struct ExpertTable {
   const void* const* down = nullptr;
   int32_t dtype = kBF16, n_experts = 0;
   int64_t inter = 0, hidden = 0;
-  int32_t aligned16 = 0, unused = 0;  // every expert's weights start 16-byte aligned
+  int32_t aligned16 = 0;  // every expert's weights start 16-byte aligned
+  int32_t shared = 0;     // entry n_experts of the arrays is the layer's shared expert (same shapes and dtype)
 };
 // act: scratch f32 [n, top_k, inter]. x, out act bf16 [n, hidden]. Float expert weights (moe.cu).
 void LaunchMoeExperts(cudaStream_t s, const void* x, const float* weights, const int32_t* ids, int64_t n,
@@ -322,6 +323,15 @@ void LaunchBf16MoeMma(cudaStream_t s, const void* x, const float* weights, const
                       int32_t top_k, ExpertTable ex, void* act, void* out);
 // Raises the tensor-core expert kernels' dynamic shared-memory limit (once per device, before use).
 void ConfigureQuantMoeMma(size_t max_smem_optin);
+// bf16 experts of up to kMoeGemvMaxTokens tokens as weight-streaming tensor-core products (moe_gemv.cu), with
+// the shared expert folded in when shared_logit (f32 [n], its gate logits) is set (the table's entry
+// n_experts; ex.shared). act: bf16 scratch [n, top_k (+ 1), inter]. MoeGemvFits: bf16, 16-byte aligned
+// weights, hidden and inter multiples of 32, top_k (+ 1) <= kMoeGemvMaxSlots.
+constexpr int kMoeGemvMaxTokens = 8;
+constexpr int kMoeGemvMaxSlots = 33;
+bool MoeGemvFits(int64_t n, int32_t top_k, bool shared, const ExpertTable& ex);
+void LaunchMoeGemv(cudaStream_t s, const void* x, const float* weights, const int32_t* ids, const float* shared_logit,
+                   int64_t n, int32_t top_k, ExpertTable ex, void* act, void* out);
 
 // ---- sampling-side reductions (sampling.cu); logits f32 [rows, cols] ----
 void LaunchArgmaxRows(cudaStream_t s, const float* logits, int64_t rows, int64_t cols, int32_t* ids);

@@ -1,0 +1,128 @@
+// CPU-vs-CUDA tests of the bf16 experts at decode (moe_gemv.cu): the routed experts alone and with the
+// shared expert folded in beside them (MoeExpertsWithShared), at Qwen3-Next's expert shapes (hidden 2048,
+// intermediate 512, top 10) and Qwen3-30B-A3B's intermediate 768, for 1 to 8 tokens; and the cases that
+// fall back to the ops' default composition (a shared expert of another size, 12 tokens, fusion off).
+#include <algorithm>
+#include <numeric>
+
+#include "backend/cuda/test_util.h"
+
+namespace infernix {
+namespace {
+
+using cuda_test::ExpectClose;
+using cuda_test::Pair;
+using cuda_test::Rand;
+using cuda_test::Rig;
+
+struct ExpertSet {
+  ExpertWeights cpu, gpu;
+};
+
+struct SharedSet {
+  Pair gate, up, down;
+};
+
+ExpertSet MakeExperts(Rig& rig, int64_t experts, int64_t hidden, int64_t inter, uint64_t seed) {
+  ExpertSet s;
+  const float s_in = 1.0f / std::sqrt(static_cast<float>(hidden)), s_out = 1.0f / std::sqrt(static_cast<float>(inter));
+  for (int64_t e = 0; e < experts; ++e) {
+    Pair g = rig.Weight(DType::kBF16, {inter, hidden}, Rand(inter * hidden, seed + 3 * e, -s_in, s_in));
+    Pair u = rig.Weight(DType::kBF16, {inter, hidden}, Rand(inter * hidden, seed + 3 * e + 1, -s_in, s_in));
+    Pair d = rig.Weight(DType::kBF16, {hidden, inter}, Rand(hidden * inter, seed + 3 * e + 2, -s_out, s_out));
+    s.cpu.gate.push_back(g.cpu);
+    s.cpu.up.push_back(u.cpu);
+    s.cpu.down.push_back(d.cpu);
+    s.gpu.gate.push_back(g.gpu);
+    s.gpu.up.push_back(u.gpu);
+    s.gpu.down.push_back(d.gpu);
+  }
+  return s;
+}
+
+SharedSet MakeShared(Rig& rig, int64_t hidden, int64_t inter, uint64_t seed) {
+  const float s_in = 1.0f / std::sqrt(static_cast<float>(hidden)), s_out = 1.0f / std::sqrt(static_cast<float>(inter));
+  return SharedSet{rig.Weight(DType::kBF16, {inter, hidden}, Rand(inter * hidden, seed, -s_in, s_in)),
+                   rig.Weight(DType::kBF16, {inter, hidden}, Rand(inter * hidden, seed + 1, -s_in, s_in)),
+                   rig.Weight(DType::kBF16, {hidden, inter}, Rand(hidden * inter, seed + 2, -s_out, s_out))};
+}
+
+// top_k distinct experts per token, in a seeded order.
+std::vector<int32_t> RandomIds(int64_t n, int64_t experts, int64_t top_k, uint64_t seed) {
+  std::vector<int32_t> ids;
+  std::mt19937_64 rng(seed);
+  for (int64_t t = 0; t < n; ++t) {
+    std::vector<int32_t> all(static_cast<size_t>(experts));
+    std::iota(all.begin(), all.end(), 0);
+    std::shuffle(all.begin(), all.end(), rng);
+    ids.insert(ids.end(), all.begin(), all.begin() + top_k);
+  }
+  return ids;
+}
+
+// One MoE layer's experts on both backends: out = routed (+ shared), compared with the CPU; then the same
+// call again (the captured graph replays it), which must give the same bits.
+void CheckExperts(Rig& rig, const ExpertSet& ex, const SharedSet* shared, int64_t n, int64_t hidden, int64_t top_k,
+                  uint64_t seed, const std::string& what) {
+  const int64_t experts = static_cast<int64_t>(ex.cpu.gate.size());
+  auto x = rig.Act({n, hidden}, Rand(n * hidden, seed, -2, 2));
+  auto id = rig.I32({n, top_k}, RandomIds(n, experts, top_k, seed + 1));
+  auto w = rig.F32({n, top_k}, Rand(n * top_k, seed + 2, 0, 1));
+  auto logit = rig.F32({n, 1}, Rand(n, seed + 3, -3, 3));
+  auto out = rig.Out({n, hidden});
+  auto run = [&] {
+    if (shared == nullptr) {
+      rig.cpu.MoeExperts(x.cpu, w.cpu, id.cpu, ex.cpu, out.cpu);
+      rig.gpu.MoeExperts(x.gpu, w.gpu, id.gpu, ex.gpu, out.gpu);
+    } else {
+      rig.cpu.MoeExpertsWithShared(x.cpu, w.cpu, id.cpu, ex.cpu,
+                                   SharedExpert{shared->gate.cpu, shared->up.cpu, shared->down.cpu, logit.cpu},
+                                   out.cpu);
+      rig.gpu.MoeExpertsWithShared(x.gpu, w.gpu, id.gpu, ex.gpu,
+                                   SharedExpert{shared->gate.gpu, shared->up.gpu, shared->down.gpu, logit.gpu},
+                                   out.gpu);
+    }
+  };
+  run();
+  const std::vector<float> first = rig.Gpu(out.gpu);
+  // act is rounded to bf16 once (with the routing weight folded in), the output once; f32 sums otherwise.
+  ExpectClose(first, Rig::Cpu(out.cpu), 5e-3, 1.5e-2, what + " n=" + std::to_string(n));
+  run();
+  EXPECT_EQ(rig.Gpu(out.gpu), first) << what << " n=" << n << ": a second run differs";
+}
+
+TEST(CudaMoeGemv, RoutedExpertsAtDecode) {
+  INFX_REQUIRE_GPU();
+  Rig rig;
+  const ExpertSet next = MakeExperts(rig, 64, 2048, 512, 3000);
+  for (int64_t n : {1, 2, 3, 8}) CheckExperts(rig, next, nullptr, n, 2048, 10, 3100 + n, "routed, I=512");
+  // Intermediate 768: 24 steps of 32 values per expert in the down pass.
+  const ExpertSet moe30 = MakeExperts(rig, 16, 1024, 768, 3200);
+  for (int64_t n : {1, 5}) CheckExperts(rig, moe30, nullptr, n, 1024, 8, 3300 + n, "routed, I=768");
+}
+
+TEST(CudaMoeGemv, SharedExpertBesideTheRoutedOnes) {
+  INFX_REQUIRE_GPU();
+  Rig rig;
+  const ExpertSet ex = MakeExperts(rig, 64, 2048, 512, 4000);
+  const SharedSet shared = MakeShared(rig, 2048, 512, 4500);
+  for (int64_t n : {1, 2, 4, 8}) CheckExperts(rig, ex, &shared, n, 2048, 10, 4100 + n, "with shared");
+  // 12 tokens: the f32 expert kernels and the shared expert through the ops (the default composition).
+  CheckExperts(rig, ex, &shared, 12, 2048, 10, 4200, "with shared, fallback");
+  // A shared expert of another size cannot be folded in: the default composition.
+  const SharedSet wide = MakeShared(rig, 2048, 1024, 4600);
+  CheckExperts(rig, ex, &wide, 2, 2048, 10, 4300, "with a wider shared expert");
+}
+
+TEST(CudaMoeGemv, SharedExpertWithoutFusion) {
+  INFX_REQUIRE_GPU();
+  CudaOptions options;
+  options.fuse = false;
+  Rig rig(options);
+  const ExpertSet ex = MakeExperts(rig, 16, 1024, 256, 5000);
+  const SharedSet shared = MakeShared(rig, 1024, 256, 5500);
+  CheckExperts(rig, ex, &shared, 1, 1024, 4, 5100, "with shared, fusion off");
+}
+
+}  // namespace
+}  // namespace infernix
