@@ -33,11 +33,9 @@ struct MoeGemvArgs {
   bf16* out;  // [n, hidden]
 };
 
-__device__ __forceinline__ float SiluOf(float v) { return v / (1.0f + __expf(-v)); }
-
 // The routing weight of slot j of token t.
 __device__ __forceinline__ float SlotWeight(const MoeGemvArgs& a, int t, int j) {
-  return j < a.top_k ? a.weights[t * a.top_k + j] : 1.0f / (1.0f + __expf(-a.shared_logit[t]));
+  return j < a.top_k ? a.weights[t * a.top_k + j] : SigmoidF(a.shared_logit[t]);
 }
 
 // acc (C fragment of one m16n8k16 tile) += rows [g, g + 8] of a 16-row weight tile . x over `steps` steps
@@ -141,7 +139,7 @@ __global__ void __launch_bounds__(32 * kWarps) MoeGemvUpKernel(MoeGemvArgs a) {
       const int row = row0 + (ln >> 2) + (q >= 2 ? 8 : 0), col = 2 * (ln & 3) + (q & 1);
       if (row < inter && col < n_tok) {
         const int token = tok0 + col;
-        const float v = SlotWeight(a, token, j) * SiluOf(gate) * sum;
+        const float v = SlotWeight(a, token, j) * SiluF(gate) * sum;
         a.act[static_cast<int64_t>(token * a.slots + j) * inter + row] = __float2bfloat16_rn(v);
       }
     }
