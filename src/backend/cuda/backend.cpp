@@ -89,6 +89,9 @@ CudaBackend::CudaBackend(const CudaOptions& options)
   gemv_counter_ = cuda::DeviceBuffer(2 * sizeof(int32_t), "GEMV block counters");
   INFX_CUDA_CHECK(cudaMemset(gemv_counter_.data(), 0, gemv_counter_.size_bytes()));
   gemv_sums_ = cuda::DeviceBuffer(kGemvSumsCapacity * sizeof(float), "GEMV sums of squares");
+  gdn_sums_ = cuda::DeviceBuffer(cuda::kGdnFusedMaxRows * 32 * sizeof(float), "DeltaNet norm sums");
+  gdn_counter_ = cuda::DeviceBuffer(cuda::kGdnFusedMaxRows * sizeof(int32_t), "DeltaNet norm counters");
+  INFX_CUDA_CHECK(cudaMemset(gdn_counter_.data(), 0, gdn_counter_.size_bytes()));
   for (auto& e : staging_done_) INFX_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
 }
 
@@ -130,6 +133,15 @@ void CudaBackend::FlushPending() {
       }
       pending_heads_.clear();
       break;
+    case Pending::kGates: {
+      const PendingGdn& p = pending_gdn_;
+      recorder_.Launch(cuda::LaunchGdnGates, static_cast<const void*>(p.a.data), static_cast<const void*>(p.b.data),
+                       static_cast<const void*>(p.a_log.data), static_cast<int>(p.a_log.dtype),
+                       static_cast<const void*>(p.dt_bias.data), static_cast<int>(p.dt_bias.dtype), p.g.as<float>(),
+                       p.beta.as<float>(), p.a.rows(), p.a.cols());
+      break;
+    }
+    case Pending::kDeltaRule: LaunchHeldDeltaRule(nullptr); break;
     case Pending::kNorm:
       if (pending_b_.data != nullptr) {
         recorder_.Launch(cuda::LaunchAddRmsNorm, static_cast<int>(pending_out_.dtype), pending_a_.data, pending_b_.data,
@@ -142,6 +154,22 @@ void CudaBackend::FlushPending() {
       }
       break;
   }
+}
+
+void CudaBackend::LaunchHeldDeltaRule(const cuda::GdnDecodeFusion* norm) {
+  const PendingGdn& p = pending_gdn_;
+  cuda::GdnDecodeFusion f = norm != nullptr ? *norm : cuda::GdnDecodeFusion{};
+  f.a = p.a.data;
+  f.b = p.b.data;
+  f.a_log = p.a_log.data;
+  f.a_log_dtype = static_cast<int32_t>(p.a_log.dtype);
+  f.dt_bias = p.dt_bias.data;
+  f.dt_bias_dtype = static_cast<int32_t>(p.dt_bias.dtype);
+  f.g = p.g.as<float>();
+  f.beta = p.beta.as<float>();
+  pending_ = Pending::kNone;
+  recorder_.Launch(cuda::LaunchGatedDeltaRuleDecode, p.layout, p.q, p.k, p.v, p.state, p.slot_stride, p.nk, p.nv, p.dk,
+                   p.dv, p.tiled, f, p.out.data);
 }
 
 cuda::GemvPrologue CudaBackend::TakeGemvPrologue(const Tensor& x) {

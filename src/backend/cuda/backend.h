@@ -151,7 +151,9 @@ class CudaBackend final : public Backend {
   // the group itself, gemv_.res).
   // kNorm: an RMSNorm (after a residual add when pending_b_ is set) whose result may become the prologue
   // of the GEMV that reads it (cuda::GemvPrologue).
-  enum class Pending { kNone, kAdd, kHeads, kNorm };
+  // kGates: Gated DeltaNet gates of a decode step, held for the delta rule that reads them; kDeltaRule: that
+  // delta rule with the gates fused in (cuda::GdnDecodeFusion), held for the gated RMSNorm that may follow.
+  enum class Pending { kNone, kAdd, kHeads, kNorm, kGates, kDeltaRule };
   struct PendingHead {  // an in-place per-head RMSNorm, maybe followed by RoPE
     Tensor x, w;
     float eps = 0, w_offset = 0;
@@ -191,6 +193,18 @@ class CudaBackend final : public Backend {
   Tensor pending_sum_, pending_norm_w_;
   float pending_eps_ = 0, pending_w_offset_ = 0;
   std::vector<PendingHead> pending_heads_;      // kHeads: up to 2 (q, k)
+  struct PendingGdn {  // kGates: a, b, a_log, dt_bias -> g, beta; kDeltaRule: also the delta rule's launch
+    Tensor a, b, a_log, dt_bias, g, beta;
+    cuda::DeviceLayout layout{};
+    const void *q = nullptr, *k = nullptr, *v = nullptr;
+    float* state = nullptr;
+    int64_t slot_stride = 0;
+    int32_t nk = 0, nv = 0, dk = 0, dv = 0, tiled = 0;
+    Tensor out;
+  };
+  PendingGdn pending_gdn_;
+  // Launches the held delta rule with its gates (and, when norm is set, the gated norm).
+  void LaunchHeldDeltaRule(const cuda::GdnDecodeFusion* norm);
   // Two zero-initialised ints through which the blocks of a GEMV elect the one that writes the tensors of
   // a fused norm (left at zero by it): [0] the norm prologue (cuda::GemvPrologue), [1] the norm after the
   // residual epilogue (cuda::GemvResidual).
@@ -199,6 +213,9 @@ class CudaBackend final : public Backend {
   // norm it ends with (cuda::GemvResidual), floats; one buffer: the GEMVs run in stream order.
   static constexpr int64_t kGemvSumsCapacity = int64_t{cuda::kGemvNormMaxTokens} * 4096;
   cuda::DeviceBuffer gemv_sums_;
+  // The fused DeltaNet decode's gated norm (cuda::GdnDecodeFusion): sums of squares per (row, column block)
+  // and a zero-initialised counter per row.
+  cuda::DeviceBuffer gdn_sums_, gdn_counter_;
 };
 
 }  // namespace infernix

@@ -144,6 +144,21 @@ void CudaBackend::GatedRmsNorm(const Tensor& x, const Tensor& z, const Tensor& w
   CheckSameAct(x, z);
   CheckSameAct(x, out);
   INFX_CHECK(weight.numel() == x.cols() && IsFloat(weight));
+  const PendingGdn& held = pending_gdn_;
+  if (pending_ == Pending::kDeltaRule && x.data == held.out.data && x.numel() == held.out.numel() &&
+      x.cols() == held.dv && x.dtype == DType::kBF16 && Disjoint(out, x) && Disjoint(out, z)) {
+    // The gated norm of the held decode delta rule's heads: its kernel's last block per head writes it.
+    cuda::GdnDecodeFusion f{};
+    f.z = z.data;
+    f.norm_w = weight.data;
+    f.norm_w_dtype = Dt(weight);
+    f.norm_out = out.data;
+    f.eps = eps;
+    f.ss = static_cast<float*>(gdn_sums_.data());
+    f.counter = static_cast<int32_t*>(gdn_counter_.data());
+    LaunchHeldDeltaRule(&f);
+    return;
+  }
   Enqueue(cuda::LaunchGatedRmsNorm, Dt(x), x.data, z.data, weight.data, Dt(weight), eps, out.data, x.rows(), x.cols());
 }
 
@@ -434,6 +449,20 @@ void CudaBackend::GdnGates(const Tensor& a, const Tensor& b, const Tensor& a_log
              beta.numel() == a.numel());
   INFX_CHECK(a.dtype == DType::kBF16 && b.dtype == DType::kBF16 && g.dtype == DType::kF32 &&
              beta.dtype == DType::kF32 && IsFloat(a_log) && IsFloat(dt_bias));
+  if (options_.fuse && n >= 1 && n <= cuda::kGdnFusedMaxRows / std::max<int64_t>(1, nv)) {
+    // Held: a decode step's delta rule computes them itself (GatedDeltaRule).
+    FlushGemv();
+    FlushPending();
+    pending_ = Pending::kGates;
+    pending_gdn_ = PendingGdn{};
+    pending_gdn_.a = a;
+    pending_gdn_.b = b;
+    pending_gdn_.a_log = a_log;
+    pending_gdn_.dt_bias = dt_bias;
+    pending_gdn_.g = g;
+    pending_gdn_.beta = beta;
+    return;
+  }
   Enqueue(cuda::LaunchGdnGates, a.data, b.data, a_log.data, Dt(a_log), dt_bias.data, Dt(dt_bias), g.as<float>(),
           beta.as<float>(), n, nv);
 }
@@ -466,6 +495,26 @@ void CudaBackend::GatedDeltaRule(const Tensor& q, const Tensor& k, const Tensor&
     Enqueue(cuda::LaunchGatedDeltaRuleChunked, dl, q.data, k.data, v.data, g.as<const float>(), beta.as<const float>(),
             st.Recurrent(layer), st.RecurrentSlotStride(), static_cast<int32_t>(nk), static_cast<int32_t>(nv),
             static_cast<int32_t>(dk), static_cast<int32_t>(dv), tiled, ws, out.data);
+    return;
+  }
+  if (pending_ == Pending::kGates && pending_gdn_.g.data == g.data && pending_gdn_.beta.data == beta.data &&
+      pending_gdn_.g.numel() == n * nv && cuda::GdnDecodeFusionFits(dl.n_seqs, dl.max_seq_tokens, nv, dk, dv) &&
+      Disjoint(out, pending_gdn_.a) && Disjoint(out, pending_gdn_.b)) {
+    // A decode step: the held gates join this delta rule, which is held in turn for the gated norm after it.
+    PendingGdn& p = pending_gdn_;
+    pending_ = Pending::kDeltaRule;
+    p.layout = dl;
+    p.q = q.data;
+    p.k = k.data;
+    p.v = v.data;
+    p.state = st.Recurrent(layer);
+    p.slot_stride = st.RecurrentSlotStride();
+    p.nk = static_cast<int32_t>(nk);
+    p.nv = static_cast<int32_t>(nv);
+    p.dk = static_cast<int32_t>(dk);
+    p.dv = static_cast<int32_t>(dv);
+    p.tiled = tiled;
+    p.out = out;
     return;
   }
   Enqueue(cuda::LaunchGatedDeltaRule, dl, q.data, k.data, v.data, g.as<const float>(), beta.as<const float>(),

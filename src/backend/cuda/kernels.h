@@ -281,6 +281,34 @@ void LaunchGatedDeltaRuleChunked(cudaStream_t s, DeviceLayout layout, const void
                                  int32_t nv, int32_t dk, int32_t dv, int32_t tiled, GdnChunkScratch ws, void* out);
 // Raises the chunked kernels' dynamic shared-memory limits (once per device, before use).
 void ConfigureGdnKernels(size_t max_smem_optin);
+// Decode of Gated DeltaNet with the ops around the delta rule fused in (gdn.cu): one token per sequence,
+// dk <= 128. The gates (GdnGates of a, b [n, nv] bf16 with a_log, dt_bias; g and beta are still written),
+// then the recurrent delta rule (LaunchGatedDeltaRule's kernel, out = its output, bf16), then with norm_out
+// set the gated RMSNorm of each head's dv outputs (GatedRmsNorm with z [n, nv, dv] and weight norm_w [dv]):
+// ss (floats) and counter (ints, zero at launch; left at zero) hold n * nv * ceil(dv / 32) and n * nv
+// entries, at most kGdnFusedMaxRows rows (sequence, head).
+struct GdnDecodeFusion {
+  const void* a = nullptr;
+  const void* b = nullptr;
+  const void* a_log = nullptr;
+  const void* dt_bias = nullptr;
+  float* g = nullptr;
+  float* beta = nullptr;
+  const void* z = nullptr;
+  const void* norm_w = nullptr;
+  void* norm_out = nullptr;
+  float* ss = nullptr;
+  int32_t* counter = nullptr;
+  int32_t a_log_dtype = kF32, dt_bias_dtype = kF32, norm_w_dtype = kF32;
+  float eps = 0;
+};
+constexpr int64_t kGdnFusedMaxRows = 4096;
+inline bool GdnDecodeFusionFits(int64_t n_seqs, int64_t max_seq_tokens, int64_t nv, int64_t dk, int64_t dv) {
+  return max_seq_tokens == 1 && dk <= 128 && dv <= 1024 && n_seqs * nv <= kGdnFusedMaxRows;
+}
+void LaunchGatedDeltaRuleDecode(cudaStream_t s, DeviceLayout layout, const void* q, const void* k, const void* v,
+                                float* state, int64_t slot_stride, int32_t nk, int32_t nv, int32_t dk, int32_t dv,
+                                int32_t tiled, GdnDecodeFusion fusion, void* out);
 
 // ---- mixture of experts (moe.cu) ----
 void LaunchMoeRouting(cudaStream_t s, const float* logits, int64_t n, int32_t n_experts, int32_t top_k,
