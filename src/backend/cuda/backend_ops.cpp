@@ -577,10 +577,11 @@ void CudaBackend::MoeExpertsWithShared(const Tensor& x, const Tensor& weights, c
                                        const ExpertWeights& experts, const SharedExpert& shared, Tensor out) {
   CheckMoeArgs(x, weights, ids, out);
   const int64_t n = x.rows(), top_k = weights.cols();
-  INFX_CHECK(shared.gate_logit.numel() == n && shared.gate_logit.dtype == DType::kF32);
-  const Tensor& g0 = experts.gate.at(0);
+  INFX_CHECK(shared.gate_logit.numel() == n && shared.gate_logit.dtype == DType::kF32 && !experts.gate.empty() &&
+             !experts.down.empty());
+  const Tensor& g0 = experts.gate[0];
   const bool same = shared.gate.shape == g0.shape && shared.up.shape == g0.shape &&
-                    shared.down.shape == experts.down.at(0).shape && shared.gate.dtype == g0.dtype &&
+                    shared.down.shape == experts.down[0].shape && shared.gate.dtype == g0.dtype &&
                     shared.up.dtype == g0.dtype && shared.down.dtype == g0.dtype;
   if (n > 0 && same && options_.gemv && options_.fuse && g0.dtype == DType::kBF16 && n < cuda::kMoeGroupedMinTokens) {
     const cuda::ExpertTable& table = ExpertTableFor(experts, &shared);
