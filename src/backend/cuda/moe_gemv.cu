@@ -20,6 +20,9 @@ namespace {
 
 constexpr int kWarps = 8;
 constexpr int kUnroll = 8;  // steps of weight loads in flight per thread (each 16 bytes of two rows)
+// The down kernel for 1-2 tokens: a block per SM at most (hidden / 16 tiles per token), so it can hold
+// twice the loads in flight, which halves the rounds of memory latency a block waits through.
+constexpr int kDownUnrollFew = 16;
 __device__ constexpr uint4 kZero16 = {0, 0, 0, 0};
 
 struct MoeGemvArgs {
@@ -42,16 +45,16 @@ __device__ __forceinline__ float SlotWeight(const MoeGemvArgs& a, int t, int j) 
 // of 32 values: weight_chunk(s, &a, &b) loads the 16 bytes of rows g and g + 8 a thread takes at step s
 // (t picks the chunk of four), x_chunk(s) the matching 16 bytes of x; use_x: whether this thread's column
 // has a token (else x is zero). Shaped like gemv.cu's loop (each group's weight loads issued before the
-// loop or at the top of the next round, conditional loads instead of branches), which keeps all kUnroll
+// loop or at the top of the next round, conditional loads instead of branches), which keeps all kU
 // steps' loads in flight: a loop that loads and multiplies in one round compiles to loads interleaved with
 // the products (40 registers instead of 102 in a test kernel), which then wait for each other.
-template <typename WeightChunk, typename XChunk>
+template <int kU, typename WeightChunk, typename XChunk>
 __device__ __forceinline__ void TileProduct(int steps, int warp, bool use_x, WeightChunk weight_chunk,
                                             XChunk x_chunk, float* acc) {
-  uint4 a[kUnroll], b[kUnroll];
+  uint4 a[kU], b[kU];
   auto load_weights = [&](int s0) {
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
+    for (int u = 0; u < kU; ++u) {
       const int s = s0 + u * kWarps;
       if (s < steps) {
         weight_chunk(s, &a[u], &b[u]);
@@ -61,16 +64,16 @@ __device__ __forceinline__ void TileProduct(int steps, int warp, bool use_x, Wei
     }
   };
   load_weights(warp);
-  for (int s0 = warp; s0 < steps; s0 += kWarps * kUnroll) {
+  for (int s0 = warp; s0 < steps; s0 += kWarps * kU) {
     if (s0 != warp) load_weights(s0);
-    uint4 xr[kUnroll];
+    uint4 xr[kU];
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
+    for (int u = 0; u < kU; ++u) {
       const int s = s0 + u * kWarps;
       xr[u] = use_x && s < steps ? x_chunk(s) : kZero16;
     }
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
+    for (int u = 0; u < kU; ++u) {
       MmaBf16(acc, a[u].x, b[u].x, a[u].y, b[u].y, xr[u].x, xr[u].y);
       MmaBf16(acc, a[u].z, b[u].z, a[u].w, b[u].w, xr[u].z, xr[u].w);
     }
@@ -124,7 +127,7 @@ __global__ void __launch_bounds__(32 * kWarps) MoeGemvUpKernel(MoeGemvArgs a) {
     const uint4* wg = reinterpret_cast<const uint4*>(w + static_cast<int64_t>(rg) * hidden);
     const uint4* wh = reinterpret_cast<const uint4*>(w + static_cast<int64_t>(rh) * hidden);
     float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    TileProduct(
+    TileProduct<kUnroll>(
         steps, warp, has_x,
         [&](int s, uint4* ra, uint4* rb) {
           *ra = __ldcs(wg + s * 4 + t);
@@ -146,6 +149,7 @@ __global__ void __launch_bounds__(32 * kWarps) MoeGemvUpKernel(MoeGemvArgs a) {
   }
 }
 
+template <int kU>
 __global__ void __launch_bounds__(32 * kWarps) MoeGemvDownKernel(MoeGemvArgs a) {
   AllowDependentLaunch();
   constexpr int kMaxSlots = kMoeGemvMaxSlots;
@@ -167,7 +171,7 @@ __global__ void __launch_bounds__(32 * kWarps) MoeGemvDownKernel(MoeGemvArgs a) 
   const int64_t og = static_cast<int64_t>(rg) * inter, oh = static_cast<int64_t>(rh) * inter;
   const uint4* xt = reinterpret_cast<const uint4*>(a.act + static_cast<int64_t>(token) * a.slots * inter);
   float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-  TileProduct(
+  TileProduct<kU>(
       steps, warp, g == 0,  // column 0 is the token
       [&](int s, uint4* ra, uint4* rb) {
         // Step s of the slot seg: s / seg_steps, exact in f32 for these small integers.
@@ -205,7 +209,12 @@ void LaunchMoeGemv(cudaStream_t s, const void* x, const float* weights, const in
   const auto up_items = static_cast<unsigned>((n * top_k + (shared_logit != nullptr ? 1 : 0)) * up_tiles);
   LaunchDependent(MoeGemvUpKernel, dim3(up_items), dim3(32 * kWarps), 0, s, a);
   INFX_CUDA_CHECK_LAUNCH();
-  LaunchDependent(MoeGemvDownKernel, dim3(static_cast<unsigned>(n * down_tiles)), dim3(32 * kWarps), 0, s, a);
+  const dim3 down_grid(static_cast<unsigned>(n * down_tiles));
+  if (n <= 2) {
+    LaunchDependent(MoeGemvDownKernel<kDownUnrollFew>, down_grid, dim3(32 * kWarps), 0, s, a);
+  } else {
+    LaunchDependent(MoeGemvDownKernel<kUnroll>, down_grid, dim3(32 * kWarps), 0, s, a);
+  }
   INFX_CUDA_CHECK_LAUNCH();
 }
 
