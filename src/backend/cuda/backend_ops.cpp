@@ -565,8 +565,8 @@ void CudaBackend::MoeExperts(const Tensor& x, const Tensor& weights, const Tenso
   }
   Tensor act = Scratch(DType::kF32, {n, top_k, table.inter});
   if (IsBlockQuantized(static_cast<DType>(table.dtype))) {
-    Enqueue(cuda::LaunchQuantMoeExperts, x.data, weights.as<const float>(), ids.as<const int32_t>(), n, k32, table,
-            act.as<float>(), out.data, smem_optin_);
+    Enqueue(cuda::LaunchQuantMoeExperts, x.data, weights.as<const float>(), ids.as<const int32_t>(),
+            static_cast<const float*>(nullptr), n, k32, table, act.as<float>(), out.data, smem_optin_);
     return;
   }
   Enqueue(cuda::LaunchMoeExperts, x.data, weights.as<const float>(), ids.as<const int32_t>(), n, k32, table,
@@ -583,13 +583,22 @@ void CudaBackend::MoeExpertsWithShared(const Tensor& x, const Tensor& weights, c
   const bool same = shared.gate.shape == g0.shape && shared.up.shape == g0.shape &&
                     shared.down.shape == experts.down[0].shape && shared.gate.dtype == g0.dtype &&
                     shared.up.dtype == g0.dtype && shared.down.dtype == g0.dtype;
-  if (n > 0 && same && options_.gemv && options_.fuse && g0.dtype == DType::kBF16 && n < cuda::kMoeGroupedMinTokens) {
+  const bool quantized = IsBlockQuantized(g0.dtype);
+  if (n > 0 && same && options_.gemv && options_.fuse && (g0.dtype == DType::kBF16 || quantized) &&
+      n <= cuda::kMoeGemvMaxTokens) {
     const cuda::ExpertTable& table = ExpertTableFor(experts, &shared);
     const auto k32 = static_cast<int32_t>(top_k);
-    if (table.hidden == x.cols() && cuda::MoeGemvFits(n, k32, true, table)) {
+    const float* logit = shared.gate_logit.as<const float>();
+    if (table.hidden == x.cols() && !quantized && cuda::MoeGemvFits(n, k32, true, table)) {
       Tensor act = Scratch(DType::kBF16, {n, top_k + 1, table.inter});
-      Enqueue(cuda::LaunchMoeGemv, x.data, weights.as<const float>(), ids.as<const int32_t>(),
-              shared.gate_logit.as<const float>(), n, k32, table, act.data, out.data);
+      Enqueue(cuda::LaunchMoeGemv, x.data, weights.as<const float>(), ids.as<const int32_t>(), logit, n, k32, table,
+              act.data, out.data);
+      return;
+    }
+    if (table.hidden == x.cols() && quantized && cuda::QuantMoeSharedFits(n, k32, table, smem_optin_)) {
+      Tensor act = Scratch(DType::kF32, {n, top_k + 1, table.inter});
+      Enqueue(cuda::LaunchQuantMoeExperts, x.data, weights.as<const float>(), ids.as<const int32_t>(), logit, n, k32,
+              table, act.as<float>(), out.data, smem_optin_);
       return;
     }
   }

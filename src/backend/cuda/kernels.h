@@ -336,9 +336,13 @@ void LaunchMoeGrouped(cudaStream_t s, const void* x, const float* weights, const
                       int32_t top_k, ExpertTable experts, void* scratch, void* out);
 // The same for block-quantized expert weights of a type QuantTypeSupported accepts (moe_quant.cu): on
 // tensor cores (x and act rounded to int8 blocks for the integer types) up to kQuantGemvMaxTokens tokens
-// when the shapes and max_smem_optin allow, else in f32.
-void LaunchQuantMoeExperts(cudaStream_t s, const void* x, const float* weights, const int32_t* ids, int64_t n,
-                           int32_t top_k, ExpertTable experts, float* act, void* out, size_t max_smem_optin);
+// when the shapes and max_smem_optin allow, else in f32. With shared_logit (f32 [n]) the table's shared
+// expert (ex.shared) runs in the same kernels as every token's last slot, weight sigmoid(shared_logit):
+// only where QuantMoeSharedFits (tensor cores; act then holds n * (top_k + 1) rows).
+bool QuantMoeSharedFits(int64_t n, int32_t top_k, const ExpertTable& ex, size_t max_smem_optin);
+void LaunchQuantMoeExperts(cudaStream_t s, const void* x, const float* weights, const int32_t* ids,
+                           const float* shared_logit, int64_t n, int32_t top_k, ExpertTable experts, float* act,
+                           void* out, size_t max_smem_optin);
 // bf16 experts on the same tensor-core kernels (up to kBf16MoeMmaMaxTokens tokens; hidden and
 // intermediate sizes multiples of 256, 16-byte aligned weights). act: bf16 [n * top_k, inter] scratch.
 // The limit is measured: they read each (token, expert) pair's weights on their own, which beats the
