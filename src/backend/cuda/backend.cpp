@@ -142,6 +142,12 @@ void CudaBackend::FlushPending() {
       break;
     }
     case Pending::kDeltaRule: LaunchHeldDeltaRule(nullptr); break;
+    case Pending::kMoe: {
+      const PendingMoe& m = pending_moe_;
+      recorder_.Launch(cuda::LaunchMoeGemv, m.x, m.weights, m.ids, m.shared_logit, m.n, m.top_k, m.table, m.act,
+                       m.out.data, m.res);
+      break;
+    }
     case Pending::kNorm:
       if (pending_b_.data != nullptr) {
         recorder_.Launch(cuda::LaunchAddRmsNorm, static_cast<int>(pending_out_.dtype), pending_a_.data, pending_b_.data,
@@ -154,6 +160,15 @@ void CudaBackend::FlushPending() {
       }
       break;
   }
+}
+
+void CudaBackend::HoldMoe(const PendingMoe& m) {
+  FlushGemv();
+  FlushPending();
+  pending_moe_ = m;
+  pending_moe_.res = cuda::GemvResidual{};
+  pending_ = Pending::kMoe;
+  if (!options_.fuse) FlushPending();  // nothing joins it
 }
 
 void CudaBackend::LaunchHeldDeltaRule(const cuda::GdnDecodeFusion* norm) {

@@ -138,6 +138,9 @@ class CudaBackend final : public Backend {
   bool ResidualFusable(const Tensor& a, const Tensor& b, const Tensor& out) const;
   // Whether out = RmsNorm(x) may join that epilogue: x is the sum it makes (in place allowed).
   bool ResidualNormFusable(const Tensor& x, const Tensor& weight, const Tensor& out) const;
+  // The same two for the held experts (Pending::kMoe), whose down kernel makes a or b.
+  bool MoeResidualFusable(const Tensor& a, const Tensor& b, const Tensor& out) const;
+  bool MoeResidualNormFusable(const Tensor& x, const Tensor& weight, const Tensor& out) const;
   // Launches the op held back for fusion (plain, unfused).
   void FlushPending();
   // The device table of the experts' weight pointers (cached per layer); with `shared`, a table of one more
@@ -153,7 +156,9 @@ class CudaBackend final : public Backend {
   // of the GEMV that reads it (cuda::GemvPrologue).
   // kGates: Gated DeltaNet gates of a decode step, held for the delta rule that reads them; kDeltaRule: that
   // delta rule with the gates fused in (cuda::GdnDecodeFusion), held for the gated RMSNorm that may follow.
-  enum class Pending { kNone, kAdd, kHeads, kNorm, kGates, kDeltaRule };
+  // kMoe: a decode step's bf16 experts (moe_gemv.cu), held for the residual add and the norm that may follow
+  // (its down kernel's epilogue, cuda::GemvResidual).
+  enum class Pending { kNone, kAdd, kHeads, kNorm, kGates, kDeltaRule, kMoe };
   struct PendingHead {  // an in-place per-head RMSNorm, maybe followed by RoPE
     Tensor x, w;
     float eps = 0, w_offset = 0;
@@ -203,6 +208,21 @@ class CudaBackend final : public Backend {
     Tensor out;
   };
   PendingGdn pending_gdn_;
+  struct PendingMoe {  // kMoe: LaunchMoeGemv's arguments
+    const void* x = nullptr;
+    const float* weights = nullptr;
+    const int32_t* ids = nullptr;
+    const float* shared_logit = nullptr;
+    int64_t n = 0;
+    int32_t top_k = 0;
+    cuda::ExpertTable table{};
+    void* act = nullptr;
+    Tensor out;
+    cuda::GemvResidual res{};
+  };
+  PendingMoe pending_moe_;
+  // Holds LaunchMoeGemv (m.res empty) as Pending::kMoe.
+  void HoldMoe(const PendingMoe& m);
   // Launches the held delta rule with its gates (and, when norm is set, the gated norm).
   void LaunchHeldDeltaRule(const cuda::GdnDecodeFusion* norm);
   // Two zero-initialised ints through which the blocks of a GEMV elect the one that writes the tensors of

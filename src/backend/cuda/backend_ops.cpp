@@ -70,6 +70,19 @@ void CudaBackend::RmsNorm(const Tensor& x, const Tensor& weight, float eps, bool
   INFX_CHECK_MSG(weight.numel() == x.cols() && IsFloat(weight), "RmsNorm x {} weight {}", x.Describe(),
                  weight.Describe());
   const float w_offset = unit_offset ? 1.0f : 0.0f;
+  if (MoeResidualNormFusable(x, weight, out)) {
+    // x = residual + the held experts' output, which their down kernel's epilogue makes: the norm joins it.
+    cuda::GemvResidual& r = pending_moe_.res;
+    r.norm_out = out.data;
+    r.w = weight.data;
+    r.w_dtype = Dt(weight);
+    r.eps = eps;
+    r.w_offset = w_offset;
+    r.ss = static_cast<float*>(gemv_sums_.data());
+    r.counter = static_cast<int32_t*>(gemv_counter_.data()) + 1;
+    FlushPending();
+    return;
+  }
   if (ResidualNormFusable(x, weight, out)) {
     // x = residual + the product of the pending GEMV, which its epilogue makes: the norm joins it.
     cuda::GemvResidual& r = gemv_.res;
@@ -237,6 +250,11 @@ void CudaBackend::Add(const Tensor& a, const Tensor& b, Tensor out) {
     gemv_.res.out = out.data;
     return;
   }
+  if (MoeResidualFusable(a, b, out)) {  // the epilogue of the held experts' down kernel, which makes a or b
+    pending_moe_.res.in = pending_moe_.out.data == a.data ? b.data : a.data;
+    pending_moe_.res.out = out.data;
+    return;
+  }
   FlushGemv();
   FlushPending();
   if (options_.fuse) {  // held back: the residual add usually feeds the next RmsNorm
@@ -247,6 +265,28 @@ void CudaBackend::Add(const Tensor& a, const Tensor& b, Tensor out) {
     return;
   }
   Enqueue(cuda::LaunchBinary, static_cast<int>(cuda::kOpAdd), Dt(a), a.data, b.data, out.data, a.numel());
+}
+
+bool CudaBackend::MoeResidualFusable(const Tensor& a, const Tensor& b, const Tensor& out) const {
+  const PendingMoe& m = pending_moe_;
+  if (pending_ != Pending::kMoe || m.res.out != nullptr || m.n > cuda::kGemvNormMaxTokens ||
+      a.dtype != DType::kBF16 || a.numel() != m.out.numel())
+    return false;
+  const bool from_a = m.out.data == a.data, from_b = m.out.data == b.data;
+  if (from_a == from_b) return false;
+  const Tensor& product = from_a ? a : b;
+  const Tensor& other = from_a ? b : a;
+  return Disjoint(other, product) &&
+         (out.data == other.data || out.data == product.data || (Disjoint(out, other) && Disjoint(out, product)));
+}
+
+bool CudaBackend::MoeResidualNormFusable(const Tensor& x, const Tensor& weight, const Tensor& out) const {
+  const PendingMoe& m = pending_moe_;
+  return pending_ == Pending::kMoe && m.res.out == x.data && m.res.norm_out == nullptr && x.numel() == m.out.numel() &&
+         x.rows() == m.n && x.dtype == DType::kBF16 && x.cols() % 8 == 0 && Aligned(x.data, 16) &&
+         Aligned(out.data, 16) && (out.data == x.data || Disjoint(x, out)) &&
+         (weight.dtype != DType::kBF16 || Aligned(weight.data, 16)) &&
+         x.rows() * ((x.cols() + 15) / 16) <= kGemvSumsCapacity;
 }
 
 bool CudaBackend::ResidualNormFusable(const Tensor& x, const Tensor& weight, const Tensor& out) const {
@@ -553,8 +593,8 @@ void CudaBackend::MoeExperts(const Tensor& x, const Tensor& weights, const Tenso
   }
   if (options_.gemv && cuda::MoeGemvFits(n, k32, false, table)) {
     Tensor act = Scratch(DType::kBF16, {n, top_k, table.inter});
-    Enqueue(cuda::LaunchMoeGemv, x.data, weights.as<const float>(), ids.as<const int32_t>(),
-            static_cast<const float*>(nullptr), n, k32, table, act.data, out.data);
+    HoldMoe(PendingMoe{x.data, weights.as<const float>(), ids.as<const int32_t>(), nullptr, n, k32, table, act.data,
+                       out});
     return;
   }
   if (cuda::Bf16MoeMmaFits(n, k32, table, smem_optin_)) {
@@ -591,8 +631,8 @@ void CudaBackend::MoeExpertsWithShared(const Tensor& x, const Tensor& weights, c
     const float* logit = shared.gate_logit.as<const float>();
     if (table.hidden == x.cols() && !quantized && cuda::MoeGemvFits(n, k32, true, table)) {
       Tensor act = Scratch(DType::kBF16, {n, top_k + 1, table.inter});
-      Enqueue(cuda::LaunchMoeGemv, x.data, weights.as<const float>(), ids.as<const int32_t>(), logit, n, k32, table,
-              act.data, out.data);
+      HoldMoe(PendingMoe{x.data, weights.as<const float>(), ids.as<const int32_t>(), logit, n, k32, table, act.data,
+                         out});
       return;
     }
     if (table.hidden == x.cols() && quantized && cuda::QuantMoeSharedFits(n, k32, table, smem_optin_)) {

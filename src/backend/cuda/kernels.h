@@ -358,12 +358,14 @@ void ConfigureQuantMoeMma(size_t max_smem_optin);
 // bf16 experts of up to kMoeGemvMaxTokens tokens as weight-streaming tensor-core products (moe_gemv.cu), with
 // the shared expert folded in when shared_logit (f32 [n], its gate logits) is set (the table's entry
 // n_experts; ex.shared). act: bf16 scratch [n, top_k (+ 1), inter]. MoeGemvFits: bf16, 16-byte aligned
-// weights, hidden and inter multiples of 32, top_k (+ 1) <= kMoeGemvMaxSlots.
+// weights, hidden and inter multiples of 32, top_k (+ 1) <= kMoeGemvMaxSlots. res: the residual add after
+// the experts (and the norm of the sum) as the down kernel's epilogue, as GemvResidual says for the GEMV
+// (out is the product), or none (res.out null).
 constexpr int kMoeGemvMaxTokens = 8;
 constexpr int kMoeGemvMaxSlots = 33;
 bool MoeGemvFits(int64_t n, int32_t top_k, bool shared, const ExpertTable& ex);
 void LaunchMoeGemv(cudaStream_t s, const void* x, const float* weights, const int32_t* ids, const float* shared_logit,
-                   int64_t n, int32_t top_k, ExpertTable ex, void* act, void* out);
+                   int64_t n, int32_t top_k, ExpertTable ex, void* act, void* out, GemvResidual res);
 
 // ---- sampling-side reductions (sampling.cu); logits f32 [rows, cols] ----
 void LaunchArgmaxRows(cudaStream_t s, const float* logits, int64_t rows, int64_t cols, int32_t* ids);

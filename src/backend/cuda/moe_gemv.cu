@@ -13,7 +13,10 @@
 //  - MoeGemvDownKernel: a block per (16 output rows, token): out[t, rows] = the sum over t's S slots of
 //    down_e[rows] . act[slot], one product over k = S * inter (a token's act rows are contiguous) whose
 //    weight rows change expert every inter values; the warps' partial sums are added in a fixed order.
-#include "backend/cuda/device_util.cuh"
+//    The residual add after the layer (and the norm of the sum that follows it) can be its epilogue, as
+//    for the decode GEMV (gemv_epilogue.cuh, GemvResidual): each (16 rows, token) block adds its rows to
+//    the residual and leaves their sum of squares; the last block to finish normalises the rows.
+#include "backend/cuda/gemv_epilogue.cuh"
 
 namespace infernix::cuda {
 namespace {
@@ -34,6 +37,7 @@ struct MoeGemvArgs {
   ExpertTable ex;
   bf16* act;  // [n * S, inter]
   bf16* out;  // [n, hidden]
+  GemvResidual res;
 };
 
 // The routing weight of slot j of token t.
@@ -182,12 +186,24 @@ __global__ void __launch_bounds__(32 * kWarps) MoeGemvDownKernel(MoeGemvArgs a) 
       },
       [&](int s) { return __ldg(xt + s * 4 + t); }, acc);
   const float sum = ReduceTile(acc, partial, warp, lane);
+  __shared__ float tile_sq[4];  // res.norm_out: per reducing warp, its rows' squares of column 0
   if (threadIdx.x < 128) {
     const int q = threadIdx.x >> 5, ln = threadIdx.x & 31;
     const int row = row0 + (ln >> 2) + (q >= 2 ? 8 : 0);
-    if (row < hidden && (q & 1) == 0 && (ln & 3) == 0)  // column 0: the token
-      a.out[static_cast<int64_t>(token) * hidden + row] = __float2bfloat16_rn(sum);
+    float h = 0.0f;
+    if (row < hidden && (q & 1) == 0 && (ln & 3) == 0) {  // column 0: the token
+      const GemvSegment sg{nullptr, a.out, hidden, kBF16, 0};
+      h = StoreGemvSum(a.res, sg, static_cast<int64_t>(token) * hidden + row, sum);
+    }
+    if (a.res.norm_out != nullptr) {
+      const float sq = WarpSum(h * h);
+      if (ln == 0) tile_sq[q] = sq;
+    }
   }
+  if (a.res.norm_out == nullptr) return;
+  __syncthreads();
+  if (threadIdx.x == 0) a.res.ss[static_cast<int64_t>(token) * ((hidden + 15) / 16) + row0 / 16] = tile_sq[0] + tile_sq[2];
+  FinishResidualNorm(a.res, a.n, hidden);
 }
 
 }  // namespace
@@ -200,11 +216,22 @@ bool MoeGemvFits(int64_t n, int32_t top_k, bool shared, const ExpertTable& ex) {
 }
 
 void LaunchMoeGemv(cudaStream_t s, const void* x, const float* weights, const int32_t* ids, const float* shared_logit,
-                   int64_t n, int32_t top_k, ExpertTable ex, void* act, void* out) {
+                   int64_t n, int32_t top_k, ExpertTable ex, void* act, void* out, GemvResidual res) {
   if (n == 0) return;
   INFX_CHECK(MoeGemvFits(n, top_k, shared_logit != nullptr, ex));
-  MoeGemvArgs a{static_cast<const bf16*>(x), weights, ids, shared_logit, static_cast<int32_t>(n), top_k,
-                top_k + (shared_logit != nullptr ? 1 : 0), ex, static_cast<bf16*>(act), static_cast<bf16*>(out)};
+  INFX_CHECK(res.out == nullptr || (n <= kGemvNormMaxTokens && res.in != nullptr &&
+                                    (res.norm_out == nullptr || (res.ss != nullptr && res.counter != nullptr))));
+  MoeGemvArgs a{static_cast<const bf16*>(x),
+                weights,
+                ids,
+                shared_logit,
+                static_cast<int32_t>(n),
+                top_k,
+                top_k + (shared_logit != nullptr ? 1 : 0),
+                ex,
+                static_cast<bf16*>(act),
+                static_cast<bf16*>(out),
+                res};
   const int64_t up_tiles = (ex.inter + 15) / 16, down_tiles = (ex.hidden + 15) / 16;
   const auto up_items = static_cast<unsigned>((n * top_k + (shared_logit != nullptr ? 1 : 0)) * up_tiles);
   LaunchDependent(MoeGemvUpKernel, dim3(up_items), dim3(32 * kWarps), 0, s, a);

@@ -7,6 +7,8 @@
 
 #include "backend/cuda/test_util.h"
 
+#include <fmt/format.h>
+
 namespace infernix {
 namespace {
 
@@ -112,6 +114,64 @@ TEST(CudaMoeGemv, SharedExpertBesideTheRoutedOnes) {
   // A shared expert of another size cannot be folded in: the default composition.
   const SharedSet wide = MakeShared(rig, 2048, 1024, 4600);
   CheckExperts(rig, ex, &wide, 2, 2048, 10, 4300, "with a wider shared expert");
+}
+
+// The residual add after the experts and the RMSNorm of the sum (the next layer's input norm), which the
+// backend makes the down kernel's epilogue: the sum and the normalised rows against the CPU, with the
+// norm in place and not, with and without the shared expert; the same ops with fusion off as well.
+void CheckResidualAndNorm(const CudaOptions& options, int64_t n, bool with_shared, bool norm_in_place, uint64_t seed) {
+  Rig rig(options);
+  const int64_t hidden = 1024, inter = 256, top_k = 4;
+  const ExpertSet ex = MakeExperts(rig, 16, hidden, inter, seed);
+  const SharedSet shared = MakeShared(rig, hidden, inter, seed + 500);
+  auto x = rig.Act({n, hidden}, Rand(n * hidden, seed + 1, -2, 2));
+  auto id = rig.I32({n, top_k}, RandomIds(n, 16, top_k, seed + 2));
+  auto w = rig.F32({n, top_k}, Rand(n * top_k, seed + 3, 0, 1));
+  auto logit = rig.F32({n, 1}, Rand(n, seed + 4, -3, 3));
+  auto norm_w = rig.Weight(DType::kBF16, {hidden}, Rand(hidden, seed + 5, -0.5f, 0.5f));
+  auto residual = rig.Act({n, hidden}, Rand(n * hidden, seed + 6, -4, 4));
+  auto out = rig.Out({n, hidden});
+  auto normed = rig.Out({n, hidden});
+  for (int round = 0; round < 3; ++round) {  // the same tensors: later rounds replay the captured graph
+    if (round > 0) rig.Set(residual, Rand(n * hidden, seed + 6 + round, -4, 4));
+    for (bool gpu : {false, true}) {
+      Backend& be = gpu ? static_cast<Backend&>(rig.gpu) : static_cast<Backend&>(rig.cpu);
+      auto pick = [&](const Pair& p) { return gpu ? p.gpu : p.cpu; };
+      const ExpertWeights& e = gpu ? ex.gpu : ex.cpu;
+      if (with_shared) {
+        be.MoeExpertsWithShared(pick(x), pick(w), pick(id), e,
+                                SharedExpert{pick(shared.gate), pick(shared.up), pick(shared.down), pick(logit)},
+                                pick(out));
+      } else {
+        be.MoeExperts(pick(x), pick(w), pick(id), e, pick(out));
+      }
+      be.Add(pick(residual), pick(out), pick(residual));
+      // Qwen3-Next's norms scale by 1 + w.
+      be.RmsNorm(pick(residual), pick(norm_w), 1e-6f, true, norm_in_place ? pick(residual) : pick(normed));
+    }
+    const std::string what = fmt::format("n={} shared={} in_place={} fuse={} round {}", n, with_shared, norm_in_place,
+                                         options.fuse, round);
+    if (!norm_in_place) {
+      ExpectClose(rig.Gpu(out.gpu), Rig::Cpu(out.cpu), 5e-3, 1.5e-2, "experts before the add " + what);
+      ExpectClose(rig.Gpu(normed.gpu), Rig::Cpu(normed.cpu), 8e-3, 3e-2, "norm of the sum " + what);
+    }
+    ExpectClose(rig.Gpu(residual.gpu), Rig::Cpu(residual.cpu), 5e-3, 1.5e-2,
+                (norm_in_place ? "norm of the sum, in place " : "residual sum ") + what);
+  }
+}
+
+TEST(CudaMoeGemv, ResidualAndNormAfterTheExperts) {
+  INFX_REQUIRE_GPU();
+  uint64_t seed = 6000;
+  for (int64_t n : {1, 3, 8}) {
+    for (bool with_shared : {false, true}) {
+      CheckResidualAndNorm(CudaOptions{}, n, with_shared, false, seed += 10);
+      CheckResidualAndNorm(CudaOptions{}, n, with_shared, true, seed += 10);
+    }
+  }
+  CudaOptions unfused;
+  unfused.fuse = false;
+  CheckResidualAndNorm(unfused, 2, true, false, seed + 10);
 }
 
 TEST(CudaMoeGemv, SharedExpertWithoutFusion) {
