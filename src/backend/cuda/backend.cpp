@@ -142,6 +142,12 @@ void CudaBackend::FlushPending() {
       break;
     }
     case Pending::kDeltaRule: LaunchHeldDeltaRule(nullptr); break;
+    case Pending::kCombine: {
+      const PendingCombine& c = pending_combine_;
+      recorder_.Launch(cuda::LaunchAttentionCombine, c.n, c.heads, c.head_dim, c.splits, c.ws_o, c.ws_ml,
+                       static_cast<const void*>(nullptr), c.out.data);
+      break;
+    }
     case Pending::kMoe: {
       const PendingMoe& m = pending_moe_;
       recorder_.Launch(cuda::LaunchMoeGemv, m.x, m.weights, m.ids, m.shared_logit, m.n, m.top_k, m.table, m.act,

@@ -158,7 +158,8 @@ class CudaBackend final : public Backend {
   // delta rule with the gates fused in (cuda::GdnDecodeFusion), held for the gated RMSNorm that may follow.
   // kMoe: a decode step's bf16 experts (moe_gemv.cu), held for the residual add and the norm that may follow
   // (its down kernel's epilogue, cuda::GemvResidual).
-  enum class Pending { kNone, kAdd, kHeads, kNorm, kGates, kDeltaRule, kMoe };
+  // kCombine: split decode attention's combine, held for the output gate's SigmoidMul (gated attention).
+  enum class Pending { kNone, kAdd, kHeads, kNorm, kGates, kDeltaRule, kMoe, kCombine };
   struct PendingHead {  // an in-place per-head RMSNorm, maybe followed by RoPE
     Tensor x, w;
     float eps = 0, w_offset = 0;
@@ -221,6 +222,13 @@ class CudaBackend final : public Backend {
     cuda::GemvResidual res{};
   };
   PendingMoe pending_moe_;
+  struct PendingCombine {  // kCombine: LaunchAttentionCombine's arguments
+    int32_t n = 0, heads = 0, head_dim = 0, splits = 0;
+    const float* ws_o = nullptr;
+    const float* ws_ml = nullptr;
+    Tensor out;
+  };
+  PendingCombine pending_combine_;
   // Holds LaunchMoeGemv (m.res empty) as Pending::kMoe.
   void HoldMoe(const PendingMoe& m);
   // Launches the held delta rule with its gates (and, when norm is set, the gated norm).

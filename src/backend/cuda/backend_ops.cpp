@@ -335,6 +335,15 @@ void CudaBackend::SiluMul(const Tensor& gate, const Tensor& up, Tensor out) {
 void CudaBackend::SigmoidMul(const Tensor& x, const Tensor& gate, Tensor out) {
   CheckSameAct(x, gate);
   CheckSameAct(x, out);
+  const PendingCombine& c = pending_combine_;
+  if (pending_ == Pending::kCombine && x.data == c.out.data && out.data == x.data && x.numel() == c.out.numel() &&
+      x.dtype == DType::kBF16 && Disjoint(gate, x)) {
+    // The output gate of the attention whose combine is held: the combine multiplies as it writes.
+    pending_ = Pending::kNone;
+    recorder_.Launch(cuda::LaunchAttentionCombine, c.n, c.heads, c.head_dim, c.splits, c.ws_o, c.ws_ml,
+                     static_cast<const void*>(gate.data), c.out.data);
+    return;
+  }
   Enqueue(cuda::LaunchBinary, static_cast<int>(cuda::kOpSigmoidMul), Dt(x), x.data, gate.data, out.data, x.numel());
 }
 
@@ -466,8 +475,13 @@ void CudaBackend::Attention(const Tensor& q, const Tensor& k, const Tensor& v, S
   Tensor ws_ml = Scratch(DType::kF32, {n, hq, splits, 2});
   Enqueue(split_kernel, dl, kv, q.data, static_cast<int32_t>(hq), scale, static_cast<int32_t>(splits), ws_o.as<float>(),
           ws_ml.as<float>(), static_cast<void*>(nullptr));
-  Enqueue(cuda::LaunchAttentionCombine, static_cast<int32_t>(n), static_cast<int32_t>(hq), static_cast<int32_t>(d),
-          static_cast<int32_t>(splits), ws_o.as<const float>(), ws_ml.as<const float>(), out.data);
+  // The combine is held (Pending::kCombine) for the gated attention's SigmoidMul of its output.
+  FlushGemv();
+  FlushPending();
+  pending_combine_ = PendingCombine{static_cast<int32_t>(n), static_cast<int32_t>(hq), static_cast<int32_t>(d),
+                                    static_cast<int32_t>(splits), ws_o.as<const float>(), ws_ml.as<const float>(), out};
+  pending_ = Pending::kCombine;
+  if (!options_.fuse) FlushPending();
 }
 
 void CudaBackend::CausalConv1d(const Tensor& x, const Tensor& w, SequenceState& state, int layer,

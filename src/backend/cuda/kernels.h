@@ -226,9 +226,10 @@ struct DecodeMmaResidency {
 DecodeMmaResidency AttentionDecodeMmaResidency();
 void LaunchAttentionDecodeMma(cudaStream_t s, DeviceLayout layout, KvCacheView kv, const void* q, int32_t n_heads,
                               float scale, int32_t n_splits, float* ws_o, float* ws_ml, void* direct_out);
-// out [n_tokens, n_heads, head_dim] (bf16) from the partial results.
+// out [n_tokens, n_heads, head_dim] (bf16) from the partial results; with gate (bf16, out's shape) set, out *
+// sigmoid(gate) (the gated attention's output gate, SigmoidMul's rounding).
 void LaunchAttentionCombine(cudaStream_t s, int32_t n_tokens, int32_t n_heads, int32_t head_dim, int32_t n_splits,
-                            const float* ws_o, const float* ws_ml, void* out);
+                            const float* ws_o, const float* ws_ml, const void* gate, void* out);
 // Flash attention over query tiles (layout.tiles), tensor cores; head_dim % 8 == 0 and <= 256.
 void LaunchAttentionFlash(cudaStream_t s, DeviceLayout layout, KvCacheView kv, const void* q, int32_t n_heads,
                           float scale, void* out);
