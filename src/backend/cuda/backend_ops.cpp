@@ -70,9 +70,8 @@ void CudaBackend::RmsNorm(const Tensor& x, const Tensor& weight, float eps, bool
   INFX_CHECK_MSG(weight.numel() == x.cols() && IsFloat(weight), "RmsNorm x {} weight {}", x.Describe(),
                  weight.Describe());
   const float w_offset = unit_offset ? 1.0f : 0.0f;
-  if (MoeResidualNormFusable(x, weight, out)) {
-    // x = residual + the held experts' output, which their down kernel's epilogue makes: the norm joins it.
-    cuda::GemvResidual& r = pending_moe_.res;
+  // The norm of a residual sum that an epilogue makes joins that epilogue (cuda::GemvResidual).
+  auto join = [&](cuda::GemvResidual& r) {
     r.norm_out = out.data;
     r.w = weight.data;
     r.w_dtype = Dt(weight);
@@ -80,19 +79,14 @@ void CudaBackend::RmsNorm(const Tensor& x, const Tensor& weight, float eps, bool
     r.w_offset = w_offset;
     r.ss = static_cast<float*>(gemv_sums_.data());
     r.counter = static_cast<int32_t*>(gemv_counter_.data()) + 1;
+  };
+  if (MoeResidualNormFusable(x, weight, out)) {  // x = residual + the held experts' output
+    join(pending_moe_.res);
     FlushPending();
     return;
   }
-  if (ResidualNormFusable(x, weight, out)) {
-    // x = residual + the product of the pending GEMV, which its epilogue makes: the norm joins it.
-    cuda::GemvResidual& r = gemv_.res;
-    r.norm_out = out.data;
-    r.w = weight.data;
-    r.w_dtype = Dt(weight);
-    r.eps = eps;
-    r.w_offset = w_offset;
-    r.ss = static_cast<float*>(gemv_sums_.data());
-    r.counter = static_cast<int32_t*>(gemv_counter_.data()) + 1;
+  if (ResidualNormFusable(x, weight, out)) {  // x = residual + the product of the pending GEMV
+    join(gemv_.res);
     FlushGemv();
     return;
   }
