@@ -637,7 +637,7 @@ void CudaBackend::MoeExpertsWithShared(const Tensor& x, const Tensor& weights, c
     const cuda::ExpertTable& table = ExpertTableFor(experts, &shared);
     const auto k32 = static_cast<int32_t>(top_k);
     const float* logit = shared.gate_logit.as<const float>();
-    if (table.hidden == x.cols() && !quantized && cuda::MoeGemvFits(n, k32, true, table)) {
+    if (table.hidden == x.cols() && cuda::MoeGemvFits(n, k32, true, table)) {  // bf16 or FP8
       Tensor act = Scratch(DType::kBF16, {n, top_k + 1, table.inter});
       HoldMoe(PendingMoe{x.data, weights.as<const float>(), ids.as<const int32_t>(), logit, n, k32, table, act.data,
                          out});

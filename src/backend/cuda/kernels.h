@@ -356,10 +356,11 @@ void LaunchBf16MoeMma(cudaStream_t s, const void* x, const float* weights, const
                       int32_t top_k, ExpertTable ex, void* act, void* out);
 // Raises the tensor-core expert kernels' dynamic shared-memory limit (once per device, before use).
 void ConfigureQuantMoeMma(size_t max_smem_optin);
-// bf16 experts of up to kMoeGemvMaxTokens tokens as weight-streaming tensor-core products (moe_gemv.cu), with
-// the shared expert folded in when shared_logit (f32 [n], its gate logits) is set (the table's entry
-// n_experts; ex.shared). act: bf16 scratch [n, top_k (+ 1), inter]. MoeGemvFits: bf16, 16-byte aligned
-// weights, hidden and inter multiples of 32, top_k (+ 1) <= kMoeGemvMaxSlots. res: the residual add after
+// bf16 or FP8 (f8_e4m3_b128) experts of up to kMoeGemvMaxTokens tokens as weight-streaming tensor-core
+// products (moe_gemv.cu), with the shared expert folded in when shared_logit (f32 [n], its gate logits) is
+// set (the table's entry n_experts; ex.shared). act: bf16 scratch [n, top_k (+ 1), inter]. MoeGemvFits:
+// 16-byte aligned weights, hidden and inter multiples of 32 (FP8: 128), top_k (+ 1) <= kMoeGemvMaxSlots.
+// res: the residual add after
 // the experts (and the norm of the sum) as the down kernel's epilogue, as GemvResidual says for the GEMV
 // (out is the product), or none (res.out null).
 constexpr int kMoeGemvMaxTokens = 8;

@@ -1,8 +1,11 @@
-// The experts of a MoE layer at decode with bf16 weights (kernels.h, LaunchMoeGemv): the routed experts
-// and, folded in beside them, the shared expert, as weight-streaming products on tensor cores in the
-// manner of the decode GEMV (gemv.cu): a block owns 16 weight rows, its 8 warps split k, and every thread
-// loads 16 contiguous bytes of rows g and g + 8 per step into k-permuted mma.sync fragments, so each
-// selected expert's weights are read once at memory bandwidth.
+// The experts of a MoE layer at decode with bf16 or FP8 weights (kernels.h, LaunchMoeGemv): the routed
+// experts and, folded in beside them, the shared expert, as weight-streaming products on tensor cores in
+// the manner of the decode GEMV (gemv.cu): a block owns 16 weight rows, its 8 warps split k, and every
+// thread loads a piece of rows g and g + 8 per step straight into k-permuted mma.sync fragments, so each
+// selected expert's weights are read once at memory bandwidth. A step is 32 values of k, 8 per thread:
+// 16 bytes of a bf16 row; for FP8 (f8_e4m3_b128: a 4-byte f32 scale, then 128 E4M3 bytes per block of a
+// row, so nothing past 4 bytes is aligned) two 4-byte words, converted exactly to bf16, and the scale of
+// the block the step lies in, which multiplies the step's products per row.
 //
 // Slots: token t owns slots t * S + j. j < top_k is its j-th routed expert (ids, weights); with a shared
 // expert, j = top_k is that one (table entry n_experts, weight sigmoid(shared_logit[t])); S = top_k (+ 1).
@@ -17,16 +20,16 @@
 //    for the decode GEMV (gemv_epilogue.cuh, GemvResidual): each (16 rows, token) block adds its rows to
 //    the residual and leaves their sum of squares; the last block to finish normalises the rows.
 #include "backend/cuda/gemv_epilogue.cuh"
+#include "backend/cuda/quant_mma.cuh"
 
 namespace infernix::cuda {
 namespace {
 
 constexpr int kWarps = 8;
-constexpr int kUnroll = 8;  // steps of weight loads in flight per thread (each 16 bytes of two rows)
+constexpr int kUnroll = 8;  // steps of weight loads in flight per thread (8 values of two rows each)
 // The down kernel for 1-2 tokens: a block per SM at most (hidden / 16 tiles per token), so it can hold
 // twice the loads in flight, which halves the rounds of memory latency a block waits through.
 constexpr int kDownUnrollFew = 16;
-__device__ constexpr uint4 kZero16 = {0, 0, 0, 0};
 
 struct MoeGemvArgs {
   const bf16* x;              // [n, hidden]
@@ -45,43 +48,81 @@ __device__ __forceinline__ float SlotWeight(const MoeGemvArgs& a, int t, int j) 
   return j < a.top_k ? a.weights[t * a.top_k + j] : SigmoidF(a.shared_logit[t]);
 }
 
-// acc (C fragment of one m16n8k16 tile) += rows [g, g + 8] of a 16-row weight tile . x over `steps` steps
-// of 32 values: weight_chunk(s, &a, &b) loads the 16 bytes of rows g and g + 8 a thread takes at step s
-// (t picks the chunk of four), x_chunk(s) the matching 16 bytes of x; use_x: whether this thread's column
-// has a token (else x is zero). Shaped like gemv.cu's loop (each group's weight loads issued before the
-// loop or at the top of the next round, conditional loads instead of branches), which keeps all kU
-// steps' loads in flight: a loop that loads and multiplies in one round compiles to loads interleaved with
-// the products (40 registers instead of 102 in a test kernel), which then wait for each other.
-template <int kU, typename WeightChunk, typename XChunk>
-__device__ __forceinline__ void TileProduct(int steps, int warp, bool use_x, WeightChunk weight_chunk,
-                                            XChunk x_chunk, float* acc) {
-  uint4 a[kU], b[kU];
+// One step (32 values of k: 8 per thread of a quad) of a thread's weight loads and its share of the product:
+// 8 values of rows g and g + 8 and 8 of x, two m16n8k16 products. Bf16Step: 16 bytes per row. F8Step: 8 E4M3
+// bytes per row (two 32-bit words; f8_e4m3_b128 aligns nothing past 4 bytes) with the scale of the block
+// they lie in, applied per row to the step's products.
+struct Bf16Step {
+  using X = uint4;
+  uint4 a, b;
+  static __device__ __forceinline__ void Mma(float* acc, const Bf16Step& w, const X& x) {
+    MmaBf16(acc, w.a.x, w.b.x, w.a.y, w.b.y, x.x, x.y);
+    MmaBf16(acc, w.a.z, w.b.z, w.a.w, w.b.w, x.z, x.w);
+  }
+};
+struct F8Step {
+  using X = uint4;
+  uint2 a, b;
+  float sa, sb;
+  static __device__ __forceinline__ void Mma(float* acc, const F8Step& w, const X& x) {
+    float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    uint32_t a0, a1, a2, a3;
+    // Values 4h .. 4h + 3 of the thread's 8: k-slots 2t, 2t + 1 (a0 / a1) and 2t + 8, 2t + 9 (a2 / a3).
+    qmma::E4m3x4ToBf16(w.a.x, &a0, &a2);
+    qmma::E4m3x4ToBf16(w.b.x, &a1, &a3);
+    MmaBf16(c, a0, a1, a2, a3, x.x, x.y);
+    qmma::E4m3x4ToBf16(w.a.y, &a0, &a2);
+    qmma::E4m3x4ToBf16(w.b.y, &a1, &a3);
+    MmaBf16(c, a0, a1, a2, a3, x.z, x.w);
+    acc[0] += w.sa * c[0];
+    acc[1] += w.sa * c[1];
+    acc[2] += w.sb * c[2];
+    acc[3] += w.sb * c[3];
+  }
+};
+
+// acc (C fragment of one m16n8k16 tile) += rows [g, g + 8] of a 16-row weight tile . x over `steps` steps:
+// load_step(s, &step) loads what a thread takes of the weights at step s (t picks its piece of the quad's),
+// load_x(s) the matching values of x; use_x: whether this thread's column has a token (else x is zero).
+// Shaped like gemv.cu's loop (each group's weight loads issued before the loop or at the top of the next
+// round, conditional loads instead of branches), which keeps all kU steps' loads in flight: a loop that
+// loads and multiplies in one round compiles to loads interleaved with the products (40 registers instead
+// of 102 in a test kernel), which then wait for each other.
+template <int kU, typename Step, typename LoadStep, typename LoadX>
+__device__ __forceinline__ void TileProduct(int steps, int warp, bool use_x, LoadStep load_step, LoadX load_x,
+                                            float* acc) {
+  Step w[kU];
   auto load_weights = [&](int s0) {
 #pragma unroll
     for (int u = 0; u < kU; ++u) {
       const int s = s0 + u * kWarps;
       if (s < steps) {
-        weight_chunk(s, &a[u], &b[u]);
+        load_step(s, &w[u]);
       } else {
-        a[u] = b[u] = kZero16;
+        w[u] = Step{};
       }
     }
   };
   load_weights(warp);
   for (int s0 = warp; s0 < steps; s0 += kWarps * kU) {
     if (s0 != warp) load_weights(s0);
-    uint4 xr[kU];
+    typename Step::X xr[kU];
 #pragma unroll
     for (int u = 0; u < kU; ++u) {
       const int s = s0 + u * kWarps;
-      xr[u] = use_x && s < steps ? x_chunk(s) : kZero16;
+      xr[u] = use_x && s < steps ? load_x(s) : typename Step::X{};
     }
 #pragma unroll
-    for (int u = 0; u < kU; ++u) {
-      MmaBf16(acc, a[u].x, b[u].x, a[u].y, b[u].y, xr[u].x, xr[u].y);
-      MmaBf16(acc, a[u].z, b[u].z, a[u].w, b[u].w, xr[u].z, xr[u].w);
-    }
+    for (int u = 0; u < kU; ++u) Step::Mma(acc, w[u], xr[u]);
   }
+}
+
+// Step s of a row of f8_e4m3_b128 blocks (4 steps a block): thread t's 8 E4M3 bytes and their block's scale.
+__device__ __forceinline__ void LoadF8(const uint8_t* row, int s, int t, uint2* q, float* scale) {
+  const uint8_t* block = row + (s >> 2) * 132;
+  const auto* words = reinterpret_cast<const unsigned int*>(block + 4 + (s & 3) * 32 + 8 * t);
+  *q = make_uint2(__ldcs(words), __ldcs(words + 1));
+  *scale = __ldg(reinterpret_cast<const float*>(block));
 }
 
 // The 8 warps' C fragments summed in a fixed order; threads q * 32 + ln (q < 4) get row (ln >> 2) + (q >= 2 ?
@@ -100,6 +141,40 @@ __device__ __forceinline__ float ReduceTile(const float* acc, float (*partial)[4
   return sum;
 }
 
+// The bytes of a weight row of k values (bf16 or f8_e4m3_b128), and the values of a step.
+template <int W>
+__device__ __forceinline__ int64_t RowBytes(int k) {
+  return W == kBF16 ? int64_t{2} * k : int64_t{132} * (k / 128);
+}
+// acc += the tile's rows rg, rh . x over `steps` steps of 32 values: row_of(s, &rg, &rh) gives the rows' bases
+// for step s and returns the step within them; x's values of step s are at x + 32 s.
+template <int W, int kU, typename RowOf>
+__device__ __forceinline__ void RowsProduct(int steps, int warp, int t, bool use_x, const bf16* x, RowOf row_of,
+                                            float* acc) {
+  if constexpr (W == kBF16) {
+    TileProduct<kU, Bf16Step>(
+        steps, warp, use_x,
+        [&](int s, Bf16Step* w) {
+          const uint8_t *rg, *rh;
+          const int ls = row_of(s, &rg, &rh);
+          w->a = __ldcs(reinterpret_cast<const uint4*>(rg) + ls * 4 + t);
+          w->b = __ldcs(reinterpret_cast<const uint4*>(rh) + ls * 4 + t);
+        },
+        [&](int s) { return __ldg(reinterpret_cast<const uint4*>(x) + s * 4 + t); }, acc);
+  } else {
+    TileProduct<kU, F8Step>(
+        steps, warp, use_x,
+        [&](int s, F8Step* w) {
+          const uint8_t *rg, *rh;
+          const int ls = row_of(s, &rg, &rh);
+          LoadF8(rg, ls, t, &w->a, &w->sa);
+          LoadF8(rh, ls, t, &w->b, &w->sb);
+        },
+        [&](int s) { return __ldg(reinterpret_cast<const uint4*>(x) + s * 4 + t); }, acc);
+  }
+}
+
+template <int W, int kU>
 __global__ void __launch_bounds__(32 * kWarps) MoeGemvUpKernel(MoeGemvArgs a) {
   AllowDependentLaunch();
   __shared__ float partial[kWarps][4][32];
@@ -119,7 +194,8 @@ __global__ void __launch_bounds__(32 * kWarps) MoeGemvUpKernel(MoeGemvArgs a) {
     local = item / n_routed;
   }
   const int row0 = local * 16;
-  const int rg = min(row0 + g, inter - 1), rh = min(row0 + g + 8, inter - 1);
+  const int64_t row_bytes = RowBytes<W>(hidden);
+  const int64_t og = min(row0 + g, inter - 1) * row_bytes, oh = min(row0 + g + 8, inter - 1) * row_bytes;
   const bool has_x = g < n_tok;
   const bf16* xt = a.x + static_cast<int64_t>(tok0 + (has_x ? g : 0)) * hidden;
   WaitForPrevious();  // ids and weights come from the routing kernel, x from before it
@@ -127,17 +203,16 @@ __global__ void __launch_bounds__(32 * kWarps) MoeGemvUpKernel(MoeGemvArgs a) {
   const int steps = hidden / 32;
   float gate = 0.0f;
   for (int half = 0; half < 2; ++half) {
-    const bf16* w = static_cast<const bf16*>((half == 0 ? a.ex.gate : a.ex.up)[e]);
-    const uint4* wg = reinterpret_cast<const uint4*>(w + static_cast<int64_t>(rg) * hidden);
-    const uint4* wh = reinterpret_cast<const uint4*>(w + static_cast<int64_t>(rh) * hidden);
+    const uint8_t* w = static_cast<const uint8_t*>((half == 0 ? a.ex.gate : a.ex.up)[e]);
     float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    TileProduct<kUnroll>(
-        steps, warp, has_x,
-        [&](int s, uint4* ra, uint4* rb) {
-          *ra = __ldcs(wg + s * 4 + t);
-          *rb = __ldcs(wh + s * 4 + t);
+    RowsProduct<W, kU>(
+        steps, warp, t, has_x, xt,
+        [&](int s, const uint8_t** rg, const uint8_t** rh) {
+          *rg = w + og;
+          *rh = w + oh;
+          return s;
         },
-        [&](int s) { return __ldg(reinterpret_cast<const uint4*>(xt) + s * 4 + t); }, acc);
+        acc);
     const float sum = ReduceTile(acc, partial, warp, lane);
     if (half == 0) {
       gate = sum;
@@ -153,38 +228,38 @@ __global__ void __launch_bounds__(32 * kWarps) MoeGemvUpKernel(MoeGemvArgs a) {
   }
 }
 
-template <int kU>
+template <int W, int kU>
 __global__ void __launch_bounds__(32 * kWarps) MoeGemvDownKernel(MoeGemvArgs a) {
   AllowDependentLaunch();
   constexpr int kMaxSlots = kMoeGemvMaxSlots;
   __shared__ float partial[kWarps][4][32];
-  __shared__ const bf16* seg_w[kMaxSlots];
+  __shared__ const uint8_t* seg_w[kMaxSlots];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   const int hidden = static_cast<int>(a.ex.hidden), inter = static_cast<int>(a.ex.inter);
   // Tokens vary fastest: the same rows of an expert two tokens chose (the shared one: all) come from L2.
   const int token = static_cast<int>(blockIdx.x) % a.n, row0 = (static_cast<int>(blockIdx.x) / a.n) * 16;
-  const int rg = min(row0 + g, hidden - 1), rh = min(row0 + g + 8, hidden - 1);
+  const int64_t row_bytes = RowBytes<W>(inter);
+  const int64_t og = min(row0 + g, hidden - 1) * row_bytes, oh = min(row0 + g + 8, hidden - 1) * row_bytes;
   WaitForPrevious();  // act comes from the up kernel, ids from the routing before it
   if (threadIdx.x < a.slots) {
     const int j = static_cast<int>(threadIdx.x);
-    seg_w[j] = static_cast<const bf16*>(a.ex.down[j < a.top_k ? a.ids[token * a.top_k + j] : a.ex.n_experts]);
+    seg_w[j] = static_cast<const uint8_t*>(a.ex.down[j < a.top_k ? a.ids[token * a.top_k + j] : a.ex.n_experts]);
   }
   __syncthreads();
   const int seg_steps = inter / 32, steps = a.slots * seg_steps;
   const float inv_seg_steps = 1.0f / static_cast<float>(seg_steps);
-  const int64_t og = static_cast<int64_t>(rg) * inter, oh = static_cast<int64_t>(rh) * inter;
-  const uint4* xt = reinterpret_cast<const uint4*>(a.act + static_cast<int64_t>(token) * a.slots * inter);
   float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-  TileProduct<kU>(
-      steps, warp, g == 0,  // column 0 is the token
-      [&](int s, uint4* ra, uint4* rb) {
-        // Step s of the slot seg: s / seg_steps, exact in f32 for these small integers.
+  RowsProduct<W, kU>(
+      steps, warp, t, g == 0,  // column 0 is the token
+      a.act + static_cast<int64_t>(token) * a.slots * inter,  // its S act rows, contiguous
+      [&](int s, const uint8_t** rg, const uint8_t** rh) {
+        // Step s is in the slot seg: s / seg_steps, exact in f32 for these small integers.
         const int seg = static_cast<int>((static_cast<float>(s) + 0.5f) * inv_seg_steps);
-        const bf16* w = seg_w[seg] + ((s - seg * seg_steps) * 32 + t * 8);
-        *ra = __ldcs(reinterpret_cast<const uint4*>(w + og));
-        *rb = __ldcs(reinterpret_cast<const uint4*>(w + oh));
+        *rg = seg_w[seg] + og;
+        *rh = seg_w[seg] + oh;
+        return s - seg * seg_steps;
       },
-      [&](int s) { return __ldg(xt + s * 4 + t); }, acc);
+      acc);
   const float sum = ReduceTile(acc, partial, warp, lane);
   __shared__ float tile_sq[4];  // res.norm_out: per reducing warp, its rows' squares of column 0
   if (threadIdx.x < 128) {
@@ -206,12 +281,25 @@ __global__ void __launch_bounds__(32 * kWarps) MoeGemvDownKernel(MoeGemvArgs a) 
   FinishResidualNorm(a.res, a.n, hidden);
 }
 
+template <int W>
+void LaunchPair(cudaStream_t s, const MoeGemvArgs& a, int64_t n, unsigned up_items, dim3 down_grid) {
+  LaunchDependent(MoeGemvUpKernel<W, kUnroll>, dim3(up_items), dim3(32 * kWarps), 0, s, a);
+  INFX_CUDA_CHECK_LAUNCH();
+  if (n <= 2) {
+    LaunchDependent(MoeGemvDownKernel<W, kDownUnrollFew>, down_grid, dim3(32 * kWarps), 0, s, a);
+  } else {
+    LaunchDependent(MoeGemvDownKernel<W, kUnroll>, down_grid, dim3(32 * kWarps), 0, s, a);
+  }
+  INFX_CUDA_CHECK_LAUNCH();
+}
+
 }  // namespace
 
 bool MoeGemvFits(int64_t n, int32_t top_k, bool shared, const ExpertTable& ex) {
-  return ex.dtype == kBF16 && ex.aligned16 != 0 && n >= 1 && n <= kMoeGemvMaxTokens &&
-         top_k + (shared ? 1 : 0) <= kMoeGemvMaxSlots && (!shared || ex.shared != 0) && ex.hidden % 32 == 0 &&
-         ex.inter % 32 == 0 && ex.hidden <= (int64_t{1} << 20) && ex.inter <= (int64_t{1} << 20) &&
+  const int64_t step = ex.dtype == kBF16 ? 32 : 128;  // FP8: whole blocks of 128 in every row and segment
+  return (ex.dtype == kBF16 || ex.dtype == kF8E4M3B128) && ex.aligned16 != 0 && n >= 1 && n <= kMoeGemvMaxTokens &&
+         top_k + (shared ? 1 : 0) <= kMoeGemvMaxSlots && (!shared || ex.shared != 0) && ex.hidden % step == 0 &&
+         ex.inter % step == 0 && ex.hidden <= (int64_t{1} << 20) && ex.inter <= (int64_t{1} << 20) &&
          n * (top_k + 1) * ex.inter < (int64_t{1} << 30);
 }
 
@@ -234,15 +322,12 @@ void LaunchMoeGemv(cudaStream_t s, const void* x, const float* weights, const in
                 res};
   const int64_t up_tiles = (ex.inter + 15) / 16, down_tiles = (ex.hidden + 15) / 16;
   const auto up_items = static_cast<unsigned>((n * top_k + (shared_logit != nullptr ? 1 : 0)) * up_tiles);
-  LaunchDependent(MoeGemvUpKernel, dim3(up_items), dim3(32 * kWarps), 0, s, a);
-  INFX_CUDA_CHECK_LAUNCH();
   const dim3 down_grid(static_cast<unsigned>(n * down_tiles));
-  if (n <= 2) {
-    LaunchDependent(MoeGemvDownKernel<kDownUnrollFew>, down_grid, dim3(32 * kWarps), 0, s, a);
+  if (ex.dtype == kBF16) {
+    LaunchPair<kBF16>(s, a, n, up_items, down_grid);
   } else {
-    LaunchDependent(MoeGemvDownKernel<kUnroll>, down_grid, dim3(32 * kWarps), 0, s, a);
+    LaunchPair<kF8E4M3B128>(s, a, n, up_items, down_grid);
   }
-  INFX_CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace infernix::cuda
