@@ -86,7 +86,7 @@ CudaBackend::CudaBackend(const CudaOptions& options)
   cuda::ConfigureQuantMoeMma(smem_optin_);
   cuda::ConfigureGdnKernels(smem_optin_);
   cuda::ConfigureGemv(smem_optin_);
-  gemv_counter_ = cuda::DeviceBuffer(2 * sizeof(int32_t), "GEMV block counters");
+  gemv_counter_ = cuda::DeviceBuffer(3 * sizeof(int32_t), "GEMV block counters");
   INFX_CUDA_CHECK(cudaMemset(gemv_counter_.data(), 0, gemv_counter_.size_bytes()));
   gemv_sums_ = cuda::DeviceBuffer(kGemvSumsCapacity * sizeof(float), "GEMV sums of squares");
   gdn_sums_ = cuda::DeviceBuffer(cuda::kGdnFusedMaxRows * 32 * sizeof(float), "DeltaNet norm sums");
@@ -105,11 +105,12 @@ CudaBackend::~CudaBackend() {
 void CudaBackend::FlushGemv() {
   if (gemv_.n_segments == 0) return;
   if (gemv_.w_type == cuda::kBF16) {
-    recorder_.Launch(cuda::LaunchGemv, gemv_);
+    recorder_.Launch(cuda::LaunchGemv, gemv_, gemv_route_);
   } else {
     recorder_.Launch(cuda::LaunchQuantGemvMma, gemv_, smem_optin_);
   }
   gemv_ = cuda::GemvBatch{};
+  gemv_route_ = cuda::GemvRouting{};
 }
 
 void CudaBackend::FlushPending() {

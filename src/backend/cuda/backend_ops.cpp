@@ -574,6 +574,17 @@ void CudaBackend::MoeRouting(const Tensor& logits, int top_k, bool normalize, Te
   const int64_t n = logits.rows(), n_experts = logits.cols();
   INFX_CHECK(top_k >= 1 && top_k <= n_experts && weights.numel() == n * top_k && ids.numel() == n * top_k);
   INFX_CHECK(logits.dtype == DType::kF32 && weights.dtype == DType::kF32 && ids.dtype == DType::kI32);
+  if (options_.fuse && gemv_.n_segments > 0 && gemv_.w_type == cuda::kBF16 && gemv_.seg[0].out == logits.data &&
+      gemv_.seg[0].out_dtype == cuda::kF32 && gemv_.seg[0].rows == n_experts && gemv_.n == n &&
+      n <= cuda::kGemvNormMaxTokens && n_experts <= cuda::kGemvRoutingMaxExperts && top_k <= 32 &&
+      gemv_.pro.kind == cuda::kGemvXPlain && gemv_.silu_out == nullptr && gemv_.res.out == nullptr &&
+      Disjoint(weights, logits) && Disjoint(ids, logits)) {
+    // The router's GEMV (with the shared expert's gate) is pending: its last block routes the tokens.
+    gemv_route_ = cuda::GemvRouting{weights.as<float>(), ids.as<int32_t>(),
+                                    static_cast<int32_t*>(gemv_counter_.data()) + 2, top_k, normalize ? 1 : 0};
+    FlushGemv();
+    return;
+  }
   Enqueue(cuda::LaunchMoeRouting, logits.as<const float>(), n, static_cast<int32_t>(n_experts),
           static_cast<int32_t>(top_k), static_cast<int32_t>(normalize), weights.as<float>(), ids.as<int32_t>());
 }

@@ -27,6 +27,7 @@
 // first weight loads overlap, instead of a pass over the input in every block of the next GEMV (or a
 // kernel of its own). The next GEMV then reads x as it is.
 #include "backend/cuda/gemv_epilogue.cuh"
+#include "backend/cuda/moe_routing.cuh"
 
 namespace infernix::cuda {
 namespace {
@@ -112,11 +113,29 @@ __device__ void StageNormedX(const GemvPrologue& pro, int n, int k, bf16* xs) {
   if (threadIdx.x == 0) *pro.counter = 0;
 }
 
+// GemvRouting: called by every block once its tiles are done; the last block to get here routes the tokens.
+__device__ void FinishRouting(const GemvBatch& p, const GemvRouting& r) {
+  __shared__ int elected;
+  __threadfence();  // this block's logits are visible before it counts itself in
+  __syncthreads();
+  if (threadIdx.x == 0) elected = atomicAdd(r.counter, 1) == static_cast<int>(gridDim.x) - 1;
+  __syncthreads();
+  if (!elected) return;
+  __threadfence();
+  const int token = static_cast<int>(threadIdx.x >> 5), n_experts = static_cast<int>(p.seg[0].rows);
+  if (token < p.n)
+    RouteTokenUpTo512(static_cast<const float*>(p.seg[0].out) + static_cast<int64_t>(token) * n_experts, n_experts,
+                      r.top_k, r.normalize, r.weights + token * r.top_k, r.ids + token * r.top_k,
+                      static_cast<int>(threadIdx.x & 31));
+  if (threadIdx.x == 0) *r.counter = 0;
+}
+
 // kTiles: tiles of 8 tokens (1: n <= 8, 2: n <= 16); kUnroll: steps of weight loads in flight per thread;
-// kX: where x comes from (GemvXKind). A block takes work items blockIdx.x, + gridDim.x, ...: a tile, or
-// with the SiLU epilogue a pair of tiles (i: gate, i + items: up).
-template <int kTiles, int kUnroll, int kX>
-__global__ void __launch_bounds__(32 * kWarps) GemvKernel(GemvBatch p) {
+// kX: where x comes from (GemvXKind); kRoute: the MoE routing follows (GemvRouting; `route` is unused
+// otherwise). A block takes work items blockIdx.x, + gridDim.x, ...: a tile, or with the SiLU epilogue a
+// pair of tiles (i: gate, i + items: up).
+template <int kTiles, int kUnroll, int kX, bool kRoute>
+__global__ void __launch_bounds__(32 * kWarps) GemvKernel(GemvBatch p, GemvRouting route) {
   extern __shared__ __align__(16) uint8_t smem[];  // kGemvXNorm: the normalised rows
   AllowDependentLaunch();                          // the next kernel may get ready; it waits for this one's results
   int64_t total_tiles = 0;
@@ -235,16 +254,18 @@ __global__ void __launch_bounds__(32 * kWarps) GemvKernel(GemvBatch p) {
       if (p.res.norm_out != nullptr) WriteTileSquares(p.res, static_cast<int>(n), rows, local, tile_ss);
     }
   if (p.res.norm_out != nullptr) FinishResidualNorm(p.res, static_cast<int>(n), static_cast<int>(p.seg[0].rows));
+  if constexpr (kRoute) FinishRouting(p, route);
 }
 
-template <int kTiles, int kUnroll, int kX>
-void Launch(cudaStream_t s, const GemvBatch& batch, int64_t tiles) {
+template <int kTiles, int kUnroll, int kX, bool kRoute = false>
+void Launch(cudaStream_t s, const GemvBatch& batch, int64_t tiles, const GemvRouting& route = {}) {
   const size_t smem = kX == kGemvXNorm ? GemvNormSmemBytes(batch.n, batch.k) : 0;
   // With the norm, as many blocks as fit (each computes the normalised rows once); else a block per tile.
   const int64_t items = batch.silu_out != nullptr ? tiles / 2 : tiles;
-  const unsigned grid = kX == kGemvXNorm ? PersistentBlocks(GemvKernel<kTiles, kUnroll, kX>, 32 * kWarps, smem, items)
-                                         : static_cast<unsigned>(items);
-  LaunchDependent(GemvKernel<kTiles, kUnroll, kX>, dim3(grid), dim3(32 * kWarps), smem, s, batch);
+  const auto kernel = GemvKernel<kTiles, kUnroll, kX, kRoute>;
+  const unsigned grid =
+      kX == kGemvXNorm ? PersistentBlocks(kernel, 32 * kWarps, smem, items) : static_cast<unsigned>(items);
+  LaunchDependent(kernel, dim3(grid), dim3(32 * kWarps), smem, s, batch, route);
 }
 
 }  // namespace
@@ -253,12 +274,12 @@ size_t GemvNormSmemBytes(int64_t n, int64_t k) { return static_cast<size_t>(n * 
 
 void ConfigureGemv(size_t max_smem_optin) {
   cudaFuncAttributes attr{};
-  INFX_CUDA_CHECK(cudaFuncGetAttributes(&attr, GemvKernel<1, 8, kGemvXNorm>));
-  INFX_CUDA_CHECK(cudaFuncSetAttribute(GemvKernel<1, 8, kGemvXNorm>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+  INFX_CUDA_CHECK(cudaFuncGetAttributes(&attr, GemvKernel<1, 8, kGemvXNorm, false>));
+  INFX_CUDA_CHECK(cudaFuncSetAttribute(GemvKernel<1, 8, kGemvXNorm, false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        static_cast<int>(max_smem_optin - attr.sharedSizeBytes)));
 }
 
-void LaunchGemv(cudaStream_t s, GemvBatch batch) {
+void LaunchGemv(cudaStream_t s, GemvBatch batch, GemvRouting route) {
   int64_t tiles = 0;
   for (int i = 0; i < batch.n_segments; ++i) tiles += (batch.seg[i].rows + 15) / 16;
   if (tiles == 0 || batch.n == 0) return;
@@ -266,7 +287,13 @@ void LaunchGemv(cudaStream_t s, GemvBatch batch) {
     INFX_CHECK(batch.n_segments == 2 && batch.seg[0].rows == batch.seg[1].rows && batch.seg[0].out_dtype == kBF16 &&
                batch.seg[1].out_dtype == kBF16);
   CheckGemvResidual(batch);
-  if (batch.pro.kind == kGemvXNorm) {
+  if (route.ids != nullptr) {
+    INFX_CHECK(batch.pro.kind == kGemvXPlain && batch.silu_out == nullptr && batch.res.out == nullptr &&
+               batch.n <= kGemvNormMaxTokens && batch.seg[0].out_dtype == kF32 &&
+               batch.seg[0].rows <= kGemvRoutingMaxExperts && route.counter != nullptr && route.top_k >= 1 &&
+               route.top_k <= kRouteMaxTopK && route.top_k <= batch.seg[0].rows);
+    Launch<1, 8, kGemvXPlain, true>(s, batch, tiles, route);
+  } else if (batch.pro.kind == kGemvXNorm) {
     INFX_CHECK(batch.n <= kGemvNormMaxTokens && batch.pro.counter != nullptr);
     Launch<1, 8, kGemvXNorm>(s, batch, tiles);
   } else if (batch.n <= 8) {

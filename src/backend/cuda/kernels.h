@@ -167,7 +167,18 @@ struct GemvBatch {
   GemvResidual res;
 };
 constexpr int kGemvMaxTokens = 16;
-void LaunchGemv(cudaStream_t s, GemvBatch batch);
+// The MoE routing of the router's logits fused into its decode GEMV (bf16, plain x, no epilogue): with ids
+// set, segment 0's output (f32 logits [n, n_experts], n <= kGemvNormMaxTokens, n_experts <=
+// kGemvRoutingMaxExperts) is routed as MoeRouting says by the last block to finish, elected through
+// `counter` (a device int, zero at launch, which it resets), a warp per token.
+constexpr int kGemvRoutingMaxExperts = 512;
+struct GemvRouting {
+  float* weights = nullptr;  // [n, top_k]
+  int32_t* ids = nullptr;    // [n, top_k]
+  int32_t* counter = nullptr;
+  int32_t top_k = 0, normalize = 0;
+};
+void LaunchGemv(cudaStream_t s, GemvBatch batch, GemvRouting route);
 // Once per device: lets the fused-norm GEMV use up to max_smem_optin bytes of shared memory.
 void ConfigureGemv(size_t max_smem_optin);
 // The same with block-quantized weights on tensor cores (quant_gemv_mma.cu): n <= kQuantGemvMaxTokens,
