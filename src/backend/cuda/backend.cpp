@@ -105,12 +105,12 @@ CudaBackend::~CudaBackend() {
 void CudaBackend::FlushGemv() {
   if (gemv_.n_segments == 0) return;
   if (gemv_.w_type == cuda::kBF16) {
-    recorder_.Launch(cuda::LaunchGemv, gemv_, gemv_route_);
+    recorder_.Launch(cuda::LaunchGemv, gemv_, gemv_tail_);
   } else {
     recorder_.Launch(cuda::LaunchQuantGemvMma, gemv_, smem_optin_);
   }
   gemv_ = cuda::GemvBatch{};
-  gemv_route_ = cuda::GemvRouting{};
+  gemv_tail_ = cuda::GemvTail{};
 }
 
 void CudaBackend::FlushPending() {

@@ -237,7 +237,7 @@ class CudaBackend final : public Backend {
   // zero by it): [0] the norm prologue (cuda::GemvPrologue), [1] the norm after the residual epilogue
   // (cuda::GemvResidual), [2] the MoE routing after the router (cuda::GemvRouting).
   cuda::DeviceBuffer gemv_counter_;
-  cuda::GemvRouting gemv_route_{};  // of the pending GEMV group
+  cuda::GemvTail gemv_tail_{};  // of the pending GEMV group
   // The sums of squares per token and 16-row tile that a GEMV with a residual epilogue leaves for the
   // norm it ends with (cuda::GemvResidual), floats; one buffer: the GEMVs run in stream order.
   static constexpr int64_t kGemvSumsCapacity = int64_t{cuda::kGemvNormMaxTokens} * 4096;

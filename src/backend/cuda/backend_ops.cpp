@@ -486,6 +486,17 @@ void CudaBackend::CausalConv1d(const Tensor& x, const Tensor& w, SequenceState& 
   INFX_CHECK(x.dtype == DType::kBF16 && out.dtype == DType::kBF16 && IsFloat(w) && x.rows() == layout.n_tokens);
   if (x.rows() == 0) return;
   cuda::DeviceLayout dl = Layout(layout);
+  if (options_.fuse && gemv_.n_segments > 0 && gemv_.w_type == cuda::kBF16 && gemv_.seg[0].out == x.data &&
+      gemv_.seg[0].rows == channels && gemv_.seg[0].out_dtype == cuda::kBF16 && gemv_.n == x.rows() &&
+      gemv_.n <= cuda::kGemvNormMaxTokens && gemv_.silu_out == nullptr && gemv_.res.out == nullptr &&
+      gemv_tail_.route.ids == nullptr && dl.max_seq_tokens == 1 && kernel <= cuda::kGemvConvMaxKernel &&
+      Disjoint(out, x)) {
+    // A decode step's conv of the product that the pending GEMV makes: the GEMV computes it (GemvConv).
+    gemv_tail_.conv = cuda::GemvConv{dl,          w.data, st.Conv(layer), out.data, st.ConvSlotStride(), Dt(w),
+                                     static_cast<int32_t>(kernel)};
+    FlushGemv();
+    return;
+  }
   Enqueue(cuda::LaunchCausalConv1d, dl, x.data, w.data, Dt(w), st.Conv(layer), st.ConvSlotStride(),
           static_cast<int32_t>(channels), static_cast<int32_t>(kernel), out.data);
 }
@@ -580,8 +591,8 @@ void CudaBackend::MoeRouting(const Tensor& logits, int top_k, bool normalize, Te
       gemv_.pro.kind == cuda::kGemvXPlain && gemv_.silu_out == nullptr && gemv_.res.out == nullptr &&
       Disjoint(weights, logits) && Disjoint(ids, logits)) {
     // The router's GEMV (with the shared expert's gate) is pending: its last block routes the tokens.
-    gemv_route_ = cuda::GemvRouting{weights.as<float>(), ids.as<int32_t>(),
-                                    static_cast<int32_t*>(gemv_counter_.data()) + 2, top_k, normalize ? 1 : 0};
+    gemv_tail_.route = cuda::GemvRouting{weights.as<float>(), ids.as<int32_t>(),
+                                         static_cast<int32_t*>(gemv_counter_.data()) + 2, top_k, normalize ? 1 : 0};
     FlushGemv();
     return;
   }

@@ -178,7 +178,26 @@ struct GemvRouting {
   int32_t* counter = nullptr;
   int32_t top_k = 0, normalize = 0;
 };
-void LaunchGemv(cudaStream_t s, GemvBatch batch, GemvRouting route);
+// The decode conv1d of Gated DeltaNet fused into the GEMV that makes its input (segment 0's output, bf16
+// [n, channels]; n <= kGemvNormMaxTokens tokens, each its own sequence: layout.max_seq_tokens == 1): with
+// out set, the thread that stores element (token, channel) of the product also computes CausalConv1d's
+// output there (out bf16 [n, channels]) from the sequence's conv state (f32 [kernel - 1, channels] per
+// slot, slot_stride floats apart, oldest first), which it advances. w: [channels, kernel] of w_dtype.
+constexpr int kGemvConvMaxKernel = 8;
+struct GemvConv {
+  DeviceLayout layout{};
+  const void* w = nullptr;
+  float* state = nullptr;
+  void* out = nullptr;
+  int64_t slot_stride = 0;
+  int32_t w_dtype = kBF16, kernel = 0;
+};
+// What may follow a decode GEMV in the same launch: the routing or the conv (at most one).
+struct GemvTail {
+  GemvRouting route;
+  GemvConv conv;
+};
+void LaunchGemv(cudaStream_t s, GemvBatch batch, GemvTail tail);
 // Once per device: lets the fused-norm GEMV use up to max_smem_optin bytes of shared memory.
 void ConfigureGemv(size_t max_smem_optin);
 // The same with block-quantized weights on tensor cores (quant_gemv_mma.cu): n <= kQuantGemvMaxTokens,
