@@ -180,6 +180,12 @@ void CudaBackend::MatMul(const Tensor& x, const Tensor& w, Tensor out) {
     JoinGemv(x, w, out, TakeGemvPrologue(x));
     return;
   }
+  if (!bf16 && options_.gemv && cuda::FloatGemvFits(Dt(w), Dt(x), n, k, x.data, w.data)) {
+    // f32 / f16 weights at decode (GGUF routers, F32 / F16 files): streamed on CUDA cores.
+    Enqueue(cuda::LaunchGemvFloat, static_cast<const void*>(x.data), static_cast<const void*>(w.data), Dt(w), out.data,
+            Dt(out), n, m, k);
+    return;
+  }
   FlushPending();
   if (bf16 && options_.cublas) {
     unsigned align = std::min({PointerAlignment(x.data), PointerAlignment(w.data), PointerAlignment(out.data)});

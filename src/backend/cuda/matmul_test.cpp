@@ -157,13 +157,30 @@ TEST(CudaMatMul, CublasPathAtPrefillShapes) {
   CheckMatMul(rig, {33, 1, 2048}, DType::kBF16, DType::kF32, seed++, "cublas");
 }
 
+// f32 and f16 weights at decode (the CUDA-core GEMV): a GGUF file's f32 router and shared-expert gate, an
+// F16 file's projections and LM head (m not a multiple of 8: the last block's idle warps), k not a multiple
+// of 256 (the last step of 8-value chunks partly past the row).
+TEST(CudaMatMul, FloatWeightsAtDecode) {
+  INFX_REQUIRE_GPU();
+  Rig rig;
+  uint64_t seed = 410;
+  for (int64_t n : {1, 2, 3, 8}) {
+    CheckMatMul(rig, {n, 512, 2048}, DType::kF32, DType::kF32, seed++, "float gemv f32 w");  // router
+    CheckMatMul(rig, {n, 1, 2048}, DType::kF32, DType::kF32, seed++, "float gemv f32 w");    // shared gate
+    CheckMatMul(rig, {n, 4096, 4096}, DType::kF16, DType::kBF16, seed++, "float gemv f16 w");
+    CheckMatMul(rig, {n, 1003, 1000}, DType::kF16, DType::kF32, seed++, "float gemv f16 w");
+  }
+  CheckMatMul(rig, {1, 151936, 1024}, DType::kF16, DType::kF32, seed++, "float gemv f16 w");  // LM head
+}
+
 TEST(CudaMatMul, FallbackForOtherDtypesAndWithoutCublas) {
   INFX_REQUIRE_GPU();
   {
     Rig rig;
-    CheckMatMul(rig, {5, 300, 512}, DType::kF32, DType::kBF16, 400, "simt f32 w");
+    CheckMatMul(rig, {9, 300, 512}, DType::kF32, DType::kBF16, 400, "simt f32 w");
     CheckMatMul(rig, {40, 200, 256}, DType::kF16, DType::kF32, 401, "simt f16 w");
     CheckMatMul(rig, {3, 50, 36}, DType::kBF16, DType::kBF16, 402, "simt k%8");
+    CheckMatMul(rig, {2, 50, 36}, DType::kF32, DType::kF32, 405, "simt f32 w k%8");
   }
   CudaOptions o;
   o.cublas = false;
