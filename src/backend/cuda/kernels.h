@@ -45,7 +45,9 @@ struct KvCacheView {
 };
 
 // ---- copies (copy.cu) ----
-void LaunchMemcpy(cudaStream_t s, void* dst, const void* src, size_t bytes);  // any direction
+void LaunchMemcpy(cudaStream_t s, void* dst, const void* src, size_t bytes);
+// dst [n] bf16 = src [n] (f32 / f16 / bf16) rounded (copy.cu).
+void LaunchToBf16(cudaStream_t s, const void* src, int src_dtype, void* dst, int64_t n);  // any direction
 void LaunchMemset(cudaStream_t s, void* dst, size_t bytes);                   // zeros
 // dst rows of width_bytes, from src rows: a strided 2-D copy (SliceColumns).
 void LaunchCopy2D(cudaStream_t s, void* dst, size_t dst_pitch, const void* src, size_t src_pitch, size_t width_bytes,
