@@ -122,6 +122,9 @@ class CudaBackend final : public Backend {
   // plain launches (never programmatic dependents, which could start before their predecessor ends).
   // Growing it waits for queued work and drops cached graphs, which point into the old buffer.
   void* Workspace(size_t bytes);
+  // A bf16 weight [rows, k] made for one product (prefill with block-quantized or f16 weights), in the op
+  // workspace: valid until the next op that uses the workspace.
+  Tensor DenseWeight(int64_t rows, int64_t k);
   void FlushGemv();
   void JoinGemv(const Tensor& x, const Tensor& w, Tensor out, const cuda::GemvPrologue& pro = {});
   // The pending RMSNorm as the prologue of a bf16 GEMV reading x (and no longer pending), or kGemvXPlain

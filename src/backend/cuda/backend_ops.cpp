@@ -187,8 +187,9 @@ void CudaBackend::MatMul(const Tensor& x, const Tensor& w, Tensor out) {
               out.data, Dt(out), n, m, k);
       return;
     }
-    // Prefill: the weight dequantized to bf16 in scratch memory, then the bf16 product.
-    Tensor dense = Scratch(DType::kBF16, {m, k});
+    // Prefill: the weight dequantized to bf16 in the op workspace (not scratch, which would keep every
+    // layer's until the pass ends: the whole model in bf16), then the bf16 product.
+    Tensor dense = DenseWeight(m, k);
     Enqueue(cuda::LaunchDequantRows, Dt(w), static_cast<const void*>(w.data), static_cast<const int32_t*>(nullptr), m,
             k, dense.data, Dt(dense), m);
     MatMul(x, dense, out);
@@ -202,6 +203,20 @@ void CudaBackend::MatMul(const Tensor& x, const Tensor& w, Tensor out) {
     JoinGemv(x, w, out, TakeGemvPrologue(x));
     return;
   }
+  if (!bf16 && options_.gemv && cuda::FloatGemvFits(Dt(w), Dt(x), n, k, x.data, w.data)) {
+    // f32 / f16 weights at decode (GGUF routers, F32 / F16 files): streamed on CUDA cores.
+    Enqueue(cuda::LaunchGemvFloat, static_cast<const void*>(x.data), static_cast<const void*>(w.data), Dt(w), out.data,
+            Dt(out), n, m, k);
+    return;
+  }
+  if (w.dtype == DType::kF16 && x.dtype == DType::kBF16 && options_.cublas) {
+    // f16 weights beyond the GEMV (prefill of an F16 file): rounded to bf16 in the op workspace, then the bf16
+    // product (cuBLASLt), as for the block types.
+    Tensor dense = DenseWeight(m, k);
+    Enqueue(cuda::LaunchToBf16, static_cast<const void*>(w.data), Dt(w), dense.data, m * k);
+    MatMul(x, dense, out);
+    return;
+  }
   FlushPending();
   if (bf16 && options_.cublas) {
     unsigned align = std::min({PointerAlignment(x.data), PointerAlignment(w.data), PointerAlignment(out.data)});
@@ -211,6 +226,11 @@ void CudaBackend::MatMul(const Tensor& x, const Tensor& w, Tensor out) {
     }
   }
   Enqueue(cuda::LaunchGemmSimt, x.data, Dt(x), w.data, Dt(w), out.data, Dt(out), n, m, k);
+}
+
+Tensor CudaBackend::DenseWeight(int64_t rows, int64_t k) {
+  FlushGemv();  // a pending product may read the workspace (a weight made here before)
+  return Tensor{Workspace(static_cast<size_t>(rows * k) * sizeof(uint16_t)), DType::kBF16, Shape{rows, k}};
 }
 
 // Adds x @ w^T to the pending group of decode products, which joins products that read the same x with

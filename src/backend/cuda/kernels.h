@@ -45,7 +45,9 @@ struct KvCacheView {
 };
 
 // ---- copies (copy.cu) ----
-void LaunchMemcpy(cudaStream_t s, void* dst, const void* src, size_t bytes);  // any direction
+void LaunchMemcpy(cudaStream_t s, void* dst, const void* src, size_t bytes);
+// dst [n] bf16 = src [n] (f32 / f16 / bf16) rounded (copy.cu).
+void LaunchToBf16(cudaStream_t s, const void* src, int src_dtype, void* dst, int64_t n);  // any direction
 void LaunchMemset(cudaStream_t s, void* dst, size_t bytes);                   // zeros
 // dst rows of width_bytes, from src rows: a strided 2-D copy (SliceColumns).
 void LaunchCopy2D(cudaStream_t s, void* dst, size_t dst_pitch, const void* src, size_t src_pitch, size_t width_bytes,
@@ -213,6 +215,12 @@ void ConfigureQuantGemvMma(size_t max_smem_optin);
 // Any dtypes, tiled on CUDA cores: the fallback for f32/f16 weights and odd shapes (gemm_simt.cu).
 void LaunchGemmSimt(cudaStream_t s, const void* x, int x_dtype, const void* w, int w_dtype, void* out, int out_dtype,
                     int64_t n, int64_t m, int64_t k);
+// The decode GEMV of f32 or f16 weights on CUDA cores (gemm_simt.cu): out [n, m] (bf16 or f32) = x [n, k] bf16 @
+// w [m, k]^T in f32, n <= kFloatGemvMaxTokens, k % 8 == 0, x and w 16-byte aligned (FloatGemvFits).
+constexpr int kFloatGemvMaxTokens = 8;
+bool FloatGemvFits(int w_dtype, int x_dtype, int64_t n, int64_t k, const void* x, const void* w);
+void LaunchGemvFloat(cudaStream_t s, const void* x, const void* w, int w_dtype, void* out, int out_dtype, int64_t n,
+                     int64_t m, int64_t k);
 
 // ---- attention (kv_cache.cu, attention_decode.cu, attention_prefill.cu) ----
 // Writes k, v [n_tokens, n_kv_heads, head_dim] (act dtype bf16) into the cache at each token's position.
