@@ -13,12 +13,13 @@ rm -rf "$DEPS/include" "$DEPS/lib" "$DEPS/cmake"
 mkdir -p "$DEPS/include" "$DEPS/lib" "$DEPS/cmake/tomlplusplus"
 cp /usr/include/httplib.h /usr/include/pcre2.h /usr/include/utf8proc.h "$DEPS/include/"
 cp -r /usr/include/toml++ "$DEPS/include/"
+toml_so=""
 for lib in libcpp-httplib libpcre2-8 libutf8proc libtomlplusplus libbrotlidec libbrotlienc libbrotlicommon; do
   f=$(readlink -f "$LIBDIR/$lib.so")
   soname=$(objdump -p "$f" | awk '/SONAME/ {print $2}')
   cp "$f" "$DEPS/lib/$soname"
+  if [ "$lib" = libtomlplusplus ]; then toml_so=$soname; fi
 done
-toml_so=$(basename "$(ls "$DEPS"/lib/libtomlplusplus.so.*)")
 cat > "$DEPS/cmake/tomlplusplus/tomlplusplusConfig.cmake" << EOF
 # toml++ as carried in .deps (bench/cuda/make_deps.sh)
 if(NOT TARGET tomlplusplus::tomlplusplus)
