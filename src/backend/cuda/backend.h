@@ -73,8 +73,9 @@ class CudaBackend final : public Backend {
   void MoeRouting(const Tensor& logits, int top_k, bool normalize, Tensor weights, Tensor ids) override;
   void MoeExperts(const Tensor& x, const Tensor& weights, const Tensor& ids, const ExpertWeights& experts,
                   Tensor out) override;
-  // bf16 experts at decode: the shared expert runs in the routed experts' kernels (moe_gemv.cu) when its
-  // shapes are theirs; else the ops' default.
+  // At decode the shared expert runs in the routed experts' kernels (moe_gemv.cu for bf16 and FP8, the
+  // MoeMma kernels of moe_quant.cu for the block types) when its shapes and dtype are theirs; else the ops'
+  // default.
   void MoeExpertsWithShared(const Tensor& x, const Tensor& weights, const Tensor& ids, const ExpertWeights& experts,
                             const SharedExpert& shared, Tensor out) override;
   void AddSigmoidGated(Tensor acc, const Tensor& x, const Tensor& gate_logit) override;

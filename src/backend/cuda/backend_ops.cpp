@@ -647,12 +647,6 @@ void CudaBackend::MoeExperts(const Tensor& x, const Tensor& weights, const Tenso
                        out});
     return;
   }
-  if (cuda::Bf16MoeMmaFits(n, k32, table, smem_optin_)) {
-    Tensor act = Scratch(DType::kBF16, {n, top_k, table.inter});
-    Enqueue(cuda::LaunchBf16MoeMma, x.data, weights.as<const float>(), ids.as<const int32_t>(), n, k32, table, act.data,
-            out.data);
-    return;
-  }
   Tensor act = Scratch(DType::kF32, {n, top_k, table.inter});
   if (IsBlockQuantized(static_cast<DType>(table.dtype))) {
     Enqueue(cuda::LaunchQuantMoeExperts, x.data, weights.as<const float>(), ids.as<const int32_t>(),

@@ -382,16 +382,6 @@ bool QuantMoeSharedFits(int64_t n, int32_t top_k, const ExpertTable& ex, size_t 
 void LaunchQuantMoeExperts(cudaStream_t s, const void* x, const float* weights, const int32_t* ids,
                            const float* shared_logit, int64_t n, int32_t top_k, ExpertTable experts, float* act,
                            void* out, size_t max_smem_optin);
-// bf16 experts on the same tensor-core kernels (up to kBf16MoeMmaMaxTokens tokens; hidden and
-// intermediate sizes multiples of 256, 16-byte aligned weights). act: bf16 [n * top_k, inter] scratch.
-// The limit is measured: they read each (token, expert) pair's weights on their own, which beats the
-// f32 kernels at 1 token (Qwen3-30B-A3B bf16 decode 5.82 -> 4.84 ms on an H200) but not at 8 (11.88
-// -> 15.22 ms), where the f32 kernels' blocks of one expert meet in L2; step times interpolated
-// linearly cross at 2.6 tokens.
-constexpr int kBf16MoeMmaMaxTokens = 2;
-bool Bf16MoeMmaFits(int64_t n, int32_t top_k, const ExpertTable& ex, size_t max_smem_optin);
-void LaunchBf16MoeMma(cudaStream_t s, const void* x, const float* weights, const int32_t* ids, int64_t n,
-                      int32_t top_k, ExpertTable ex, void* act, void* out);
 // Raises the tensor-core expert kernels' dynamic shared-memory limit (once per device, before use).
 void ConfigureQuantMoeMma(size_t max_smem_optin);
 // bf16 or FP8 (f8_e4m3_b128) experts of up to kMoeGemvMaxTokens tokens as weight-streaming tensor-core

@@ -7,8 +7,7 @@
 //    output rows of one token and runs through its top_k experts' down rows, each chunk's sum scaled by
 //    the routing weight, so the weighted sum needs no further pass;
 //  - else a warp per row dotting each quantized row (quant_blocks.cuh) in f32.
-// bf16 experts take the same tensor-core kernels for 1-2 tokens (LaunchBf16MoeMma, kBf16MoeMmaMaxTokens;
-// chunks of 256 bf16 values, bf16 mma with x as is).
+// (FP8 and bf16 experts of up to 8 tokens take moe_gemv.cu's GEMVs instead, where their shapes allow.)
 #include "backend/cuda/quant_mma.cuh"
 
 namespace infernix::cuda {
@@ -178,8 +177,6 @@ __global__ void __launch_bounds__(32 * qmma::kWarps) MoeMmaKernel(MoeMmaArgs a, 
         const float2* xr_s = xs + xr * (k / kG) + k0 / kG;
         ChunkProductInt1<T>(rows16, reinterpret_cast<float*>(table), xq + xr * XqStride(k) + k0, xr_s, factor, lane,
                             ac);
-      } else if constexpr (T == kBF16) {
-        ChunkProductBf16(rows16, a.x + static_cast<int64_t>(xr) * k + k0, factor, lane, ac);
       } else {
         ChunkProductF8<false>(rows16, a.x + static_cast<int64_t>(xr) * k + k0, factor, lane, ac);
       }
@@ -266,17 +263,6 @@ void ConfigureQuantMoeMma(size_t max_smem_optin) {
       INFX_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, limit));
   };
   for (int type : kQuantTypes) ByQuantType(type, configure);
-  configure(std::integral_constant<int, kBF16>{});
-}
-
-bool Bf16MoeMmaFits(int64_t n, int32_t top_k, const ExpertTable& ex, size_t max_smem_optin) {
-  return ex.dtype == kBF16 && n <= kBf16MoeMmaMaxTokens && MoeMmaFits<kBF16>(n, top_k, ex, max_smem_optin);
-}
-
-void LaunchBf16MoeMma(cudaStream_t s, const void* x, const float* weights, const int32_t* ids, int64_t n,
-                      int32_t top_k, ExpertTable ex, void* act, void* out) {
-  if (n == 0) return;
-  LaunchMoeMmaPair<kBF16>(s, x, weights, ids, nullptr, n, top_k, ex, static_cast<bf16*>(act), out);
 }
 
 bool QuantMoeSharedFits(int64_t n, int32_t top_k, const ExpertTable& ex, size_t max_smem_optin) {
