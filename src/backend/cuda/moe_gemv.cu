@@ -261,7 +261,7 @@ __global__ void __launch_bounds__(32 * kWarps) MoeGemvDownKernel(MoeGemvArgs a) 
       },
       acc);
   const float sum = ReduceTile(acc, partial, warp, lane);
-  __shared__ float tile_sq[4];  // res.norm_out: per reducing warp, its rows' squares of column 0
+  __shared__ float tile_ss[4][4];  // res.norm_out: TileSquares (only column 0, the token, is non-zero)
   if (threadIdx.x < 128) {
     const int q = threadIdx.x >> 5, ln = threadIdx.x & 31;
     const int row = row0 + (ln >> 2) + (q >= 2 ? 8 : 0);
@@ -270,14 +270,12 @@ __global__ void __launch_bounds__(32 * kWarps) MoeGemvDownKernel(MoeGemvArgs a) 
       const GemvSegment sg{nullptr, a.out, hidden, kBF16, 0};
       h = StoreGemvSum(a.res, sg, static_cast<int64_t>(token) * hidden + row, sum);
     }
-    if (a.res.norm_out != nullptr) {
-      const float sq = WarpSum(h * h);
-      if (ln == 0) tile_sq[q] = sq;
-    }
+    if (a.res.norm_out != nullptr) TileSquares(h, q, ln, tile_ss);
   }
   if (a.res.norm_out == nullptr) return;
   __syncthreads();
-  if (threadIdx.x == 0) a.res.ss[static_cast<int64_t>(token) * ((hidden + 15) / 16) + row0 / 16] = tile_sq[0] + tile_sq[2];
+  if (threadIdx.x == 0)  // column 0's rows: squares[0][0] (rows 0-7) and squares[2][0] (rows 8-15)
+    a.res.ss[static_cast<int64_t>(token) * ((hidden + 15) / 16) + row0 / 16] = tile_ss[0][0] + tile_ss[2][0];
   FinishResidualNorm(a.res, a.n, hidden);
 }
 
