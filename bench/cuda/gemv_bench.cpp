@@ -166,7 +166,7 @@ int Run(const Options& o) {
         b.res.ss = static_cast<float*>(ss.data());
         b.res.counter = static_cast<int32_t*>(counter.data());
       }
-      cuda::LaunchGemv(s, b, cuda::GemvTail{});
+      cuda::LaunchGemv(s, b);
     } else {
       cuda::LaunchQuantGemvMma(s, b, smem_optin);
     }

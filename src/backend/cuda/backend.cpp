@@ -105,7 +105,11 @@ CudaBackend::~CudaBackend() {
 void CudaBackend::FlushGemv() {
   if (gemv_.n_segments == 0) return;
   if (gemv_.w_type == cuda::kBF16) {
-    recorder_.Launch(cuda::LaunchGemv, gemv_, gemv_tail_);
+    if (gemv_tail_.route.ids != nullptr || gemv_tail_.conv.out != nullptr) {
+      recorder_.Launch(cuda::LaunchGemvWithTail, gemv_, gemv_tail_);
+    } else {
+      recorder_.Launch(cuda::LaunchGemv, gemv_);
+    }
   } else {
     recorder_.Launch(cuda::LaunchQuantGemvMma, gemv_, smem_optin_);
   }

@@ -308,7 +308,9 @@ void ConfigureGemv(size_t max_smem_optin) {
   }
 }
 
-void LaunchGemv(cudaStream_t s, GemvBatch batch, GemvTail tail) {
+void LaunchGemv(cudaStream_t s, GemvBatch batch) { LaunchGemvWithTail(s, batch, GemvTail{}); }
+
+void LaunchGemvWithTail(cudaStream_t s, GemvBatch batch, GemvTail tail) {
   int64_t tiles = 0;
   for (int i = 0; i < batch.n_segments; ++i) tiles += (batch.seg[i].rows + 15) / 16;
   if (tiles == 0 || batch.n == 0) return;

@@ -199,7 +199,10 @@ struct GemvTail {
   GemvRouting route;
   GemvConv conv;
 };
-void LaunchGemv(cudaStream_t s, GemvBatch batch, GemvTail tail);
+void LaunchGemv(cudaStream_t s, GemvBatch batch);
+// The same with a tail (the routing or the conv); a launcher of its own, so that the GEMVs without one keep
+// their recorded arguments (a unit's key) as small as before.
+void LaunchGemvWithTail(cudaStream_t s, GemvBatch batch, GemvTail tail);
 // Once per device: lets the fused-norm GEMV use up to max_smem_optin bytes of shared memory.
 void ConfigureGemv(size_t max_smem_optin);
 // The same with block-quantized weights on tensor cores (quant_gemv_mma.cu): n <= kQuantGemvMaxTokens,
