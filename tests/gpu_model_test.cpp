@@ -117,16 +117,15 @@ double TopGap(const float* l, int64_t vocab) {
 
 // Greedy on the CPU, then the GPU teacher-forced on the CPU's tokens: the GPU's argmax must be the
 // CPU's token wherever the CPU's top-2 gap exceeds the bound. Returns the number of steps checked.
-int CheckGreedyAgainstCpu(const FileSet& files, Model& gpu, const std::vector<int32_t>& prompt, int new_tokens,
-                          const std::string& what) {
-  CpuBackend cpu_backend(0);
-  auto cpu = LoadModel(files, cpu_backend);
-  const int64_t vocab = cpu->config().vocab_size;
+// `stats`, when set, also collects the GPU's step logits against the CPU's.
+int CheckGreedyAgainstCpu(Model& cpu, Model& gpu, const std::vector<int32_t>& prompt, int new_tokens,
+                          const std::string& what, Stats* stats = nullptr) {
+  const int64_t vocab = cpu.config().vocab_size;
   std::vector<std::vector<float>> cpu_logits;
   GreedyOptions g;
   g.max_new_tokens = new_tokens;
   g.on_step = [&](const std::vector<float>& l, int32_t) { cpu_logits.push_back(l); };
-  std::vector<int32_t> tokens = GreedyGenerate(*cpu, prompt, g);
+  std::vector<int32_t> tokens = GreedyGenerate(cpu, prompt, g);
   auto state = gpu.backend().CreateState(gpu.MakeStateSpec(1, static_cast<int64_t>(prompt.size()) + new_tokens));
   std::vector<float> logits;
   std::vector<int32_t> step = prompt;
@@ -141,6 +140,7 @@ int CheckGreedyAgainstCpu(const FileSet& files, Model& gpu, const std::vector<in
     bound = kLogitTolerance * std::max(1.0, max_ref);
     int32_t got = Argmax(logits.data(), vocab);
     same += got == tokens[i];
+    if (stats != nullptr) Accumulate(*stats, logits, cpu_logits[i], vocab);
     if (TopGap(cpu_logits[i].data(), vocab) > bound) {
       ++checked;
       EXPECT_EQ(got, tokens[i]) << what << ": step " << i << " (CPU top-2 gap "
@@ -151,6 +151,13 @@ int CheckGreedyAgainstCpu(const FileSet& files, Model& gpu, const std::vector<in
   std::printf("[ metric ] %-44s greedy: %d/%zu steps same token, %d steps above the gap bound\n", what.c_str(), same,
               tokens.size(), checked);
   return checked;
+}
+
+int CheckGreedyAgainstCpu(const FileSet& files, Model& gpu, const std::vector<int32_t>& prompt, int new_tokens,
+                          const std::string& what) {
+  CpuBackend cpu_backend(0);
+  auto cpu = LoadModel(files, cpu_backend);
+  return CheckGreedyAgainstCpu(*cpu, gpu, prompt, new_tokens, what);
 }
 
 class GpuTinyModel : public ::testing::TestWithParam<std::string> {
@@ -322,6 +329,27 @@ TEST(GpuGguf, QuantizedFileFollowsTheCpu) {
     Accumulate(s, PromptLogits(*gpu, prompt), PromptLogits(*cpu, prompt), vocab);
   }
   ExpectWithinTolerance(s, "g-qwen3-Q3_K_M.gguf GPU vs CPU");
+}
+
+// The qwen3-next-tiny config with the shared expert as wide as the routed ones, so that the CUDA backend
+// runs it in the routed experts' kernels at decode (moe_gemv.cu; the fixtures' shared experts are wider,
+// which takes the unfused path), on the same dummy weights on both backends: greedy decoding follows the
+// CPU, and the step logits stay within the fixtures' tolerance.
+TEST(GpuDummyHybrid, SharedExpertInTheRoutedKernelsFollowsTheCpu) {
+  REQUIRE_GPU();
+  DirFileSet files(ModelDir("qwen3-next-tiny"));
+  ModelConfig c = LoadModelConfig(files);
+  ASSERT_GT(c.shared_expert_intermediate_size, 0);
+  c.shared_expert_intermediate_size = c.moe_intermediate_size;
+  CpuBackend cpu_backend(0);
+  auto cpu = LoadModelWithDummyWeights(c, cpu_backend, 7);
+  auto gpu_backend = Gpu();
+  auto gpu = LoadModelWithDummyWeights(c, *gpu_backend, 7);
+  std::vector<int32_t> prompt;
+  for (int32_t i = 0; i < 12; ++i) prompt.push_back((i * 7919 + 13) % static_cast<int32_t>(c.vocab_size));
+  Stats s;
+  CheckGreedyAgainstCpu(*cpu, *gpu, prompt, 16, "qwen3-next-tiny, shared expert as wide as the routed", &s);
+  ExpectWithinTolerance(s, "qwen3-next-tiny dummy, folded shared expert, steps");
 }
 
 // Dummy weights the CUDA backend makes in device memory (Backend::MakeDummyWeight) hold the bytes the

@@ -86,6 +86,13 @@ struct ExpertWeights {
   std::vector<Tensor> gate, up, down;
 };
 
+// The shared expert of a MoE layer (Qwen3-Next, Qwen3.5-MoE): a SwiGLU MLP that every token passes
+// through, scaled by the sigmoid of the token's gate logit.
+struct SharedExpert {
+  Tensor gate, up, down;  // [I_s, H], [I_s, H], [H, I_s]
+  Tensor gate_logit;      // f32 [n, 1]: this pass's tokens
+};
+
 // Which key head a Gated DeltaNet value head reads (nv value heads over nk key heads, r = nv / nk).
 // kGrouped: the value heads of key head 0 come first, then those of key head 1, ...: value head h uses
 //   key head h / r (the Hugging Face layout).
@@ -179,6 +186,22 @@ class Backend {
   // out[t] = sum_j weights[t, j] * down_e(silu(gate_e x[t]) * up_e x[t]), e = ids[t, j]. x, out [n, H].
   virtual void MoeExperts(const Tensor& x, const Tensor& weights, const Tensor& ids, const ExpertWeights& experts,
                           Tensor out) = 0;
+  // MoeExperts with the shared expert added: out[t] = sum_j weights[t, j] * E_ids[t, j](x[t]) +
+  // sigmoid(shared.gate_logit[t]) * down_s(silu(gate_s x[t]) * up_s x[t]). This default runs the shared
+  // expert through the ops above after the routed ones; a backend may run it beside them.
+  virtual void MoeExpertsWithShared(const Tensor& x, const Tensor& weights, const Tensor& ids,
+                                    const ExpertWeights& experts, const SharedExpert& shared, Tensor out) {
+    MoeExperts(x, weights, ids, experts, out);
+    const int64_t n = x.rows(), inter = shared.gate.rows();
+    Tensor gate = Scratch(activation_dtype(), {n, inter});
+    Tensor up = Scratch(activation_dtype(), {n, inter});
+    MatMul(x, shared.gate, gate);
+    MatMul(x, shared.up, up);
+    SiluMul(gate, up, gate);
+    Tensor down = Scratch(activation_dtype(), {n, x.cols()});
+    MatMul(gate, shared.down, down);
+    AddSigmoidGated(out, down, shared.gate_logit);
+  }
   // acc[r] += sigmoid(gate_logit[r, 0]) * x[r]. acc, x [n, H]; gate_logit [n, 1].
   virtual void AddSigmoidGated(Tensor acc, const Tensor& x, const Tensor& gate_logit) = 0;
   // out[i] = x[rows[i]]. x [n, d]; out [rows.size(), d].

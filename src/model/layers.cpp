@@ -43,53 +43,41 @@ Tensor RunAttention(LayerContext& ctx, const AttentionWeights& w, int attention_
   return out;
 }
 
-namespace {
-
-// The gate and up products of a SwiGLU MLP, and the rest of it: split so that a caller can issue other
-// products of the same input between them (decode backends join consecutive products of one input).
-struct MlpHidden {
-  Tensor gate, up;
-};
-
-MlpHidden MlpUp(LayerContext& ctx, const MlpWeights& w, const Tensor& x) {
+Tensor RunMlp(LayerContext& ctx, const MlpWeights& w, const Tensor& x) {
   int64_t n = x.rows(), inter = w.gate_proj.rows();
-  MlpHidden h{NewAct(ctx, {n, inter}), NewAct(ctx, {n, inter})};
-  ctx.backend.MatMul(x, w.gate_proj, h.gate);
-  ctx.backend.MatMul(x, w.up_proj, h.up);
-  return h;
-}
-
-Tensor MlpDown(LayerContext& ctx, const MlpWeights& w, const MlpHidden& h) {
-  ctx.backend.SiluMul(h.gate, h.up, h.gate);
-  Tensor out = NewAct(ctx, {h.gate.rows(), w.down_proj.rows()});
-  ctx.backend.MatMul(h.gate, w.down_proj, out);
+  Tensor gate = NewAct(ctx, {n, inter}), up = NewAct(ctx, {n, inter});
+  ctx.backend.MatMul(x, w.gate_proj, gate);
+  ctx.backend.MatMul(x, w.up_proj, up);
+  ctx.backend.SiluMul(gate, up, gate);
+  Tensor out = NewAct(ctx, {n, w.down_proj.rows()});
+  ctx.backend.MatMul(gate, w.down_proj, out);
   return out;
 }
-
-}  // namespace
-
-Tensor RunMlp(LayerContext& ctx, const MlpWeights& w, const Tensor& x) { return MlpDown(ctx, w, MlpUp(ctx, w, x)); }
 
 Tensor RunMoe(LayerContext& ctx, const MoeWeights& w, const Tensor& x) {
   Backend& be = ctx.backend;
   const ModelConfig& c = ctx.config;
   int64_t n = x.rows(), k = c.num_experts_per_tok;
-  // Every product of x first (router, shared-expert gate and gate/up): one launch when decoding.
+  // The router and the shared-expert gate first (one launch when decoding); the shared expert's MLP runs
+  // with the routed experts (MoeExpertsWithShared), beside them where the backend can.
   Tensor logits = NewF32(ctx, {n, c.num_experts});
   be.MatMul(x, w.router, logits);
   Tensor gate_logit;
-  MlpHidden shared;
   if (w.shared_expert) {
     gate_logit = NewF32(ctx, {n, 1});
     be.MatMul(x, w.shared_expert_gate, gate_logit);
-    shared = MlpUp(ctx, *w.shared_expert, x);
   }
   Tensor weights = NewF32(ctx, {n, k});
   Tensor ids = be.Scratch(DType::kI32, {n, k});
   be.MoeRouting(logits, static_cast<int>(k), c.norm_topk_prob, weights, ids);
   Tensor out = NewAct(ctx, {n, c.hidden_size});
-  be.MoeExperts(x, weights, ids, w.experts, out);
-  if (w.shared_expert) be.AddSigmoidGated(out, MlpDown(ctx, *w.shared_expert, shared), gate_logit);
+  if (w.shared_expert) {
+    const MlpWeights& s = *w.shared_expert;
+    be.MoeExpertsWithShared(x, weights, ids, w.experts, SharedExpert{s.gate_proj, s.up_proj, s.down_proj, gate_logit},
+                            out);
+  } else {
+    be.MoeExperts(x, weights, ids, w.experts, out);
+  }
   return out;
 }
 

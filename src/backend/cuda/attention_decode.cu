@@ -206,8 +206,10 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// gate: the gated attention's output gate (Qwen3-Next / 3.5), bf16 [n_tokens, n_heads * d], or nullptr: out is
+// then multiplied by its sigmoid as SigmoidMul would (the output rounded to bf16 first).
 __global__ void AttentionCombineKernel(int n_heads, int d, int n_splits, const float* ws_o, const float* ws_ml,
-                                       bf16* out) {
+                                       const bf16* gate, bf16* out) {
   AllowDependentLaunch();
   WaitForPrevious();
   const int64_t head = static_cast<int64_t>(blockIdx.x) * n_heads + blockIdx.y;
@@ -223,7 +225,9 @@ __global__ void AttentionCombineKernel(int n_heads, int d, int n_splits, const f
     float o = 0;
     for (int s = 0; s < n_splits; ++s)
       if (ml[2 * s + 1] > 0.0f) o += ws_o[(head * n_splits + s) * d + dd] * expf(ml[2 * s] - m);
-    out[head * d + dd] = __float2bfloat16_rn(o * inv);
+    const float v = o * inv;
+    out[head * d + dd] =
+        __float2bfloat16_rn(gate == nullptr ? v : RoundBf16(v) * SigmoidF(__bfloat162float(gate[head * d + dd])));
   }
 }
 
@@ -243,12 +247,12 @@ void LaunchAttentionSplit(cudaStream_t s, DeviceLayout layout, KvCacheView kv, c
 }
 
 void LaunchAttentionCombine(cudaStream_t s, int32_t n_tokens, int32_t n_heads, int32_t head_dim, int32_t n_splits,
-                            const float* ws_o, const float* ws_ml, void* out) {
+                            const float* ws_o, const float* ws_ml, const void* gate, void* out) {
   if (n_tokens == 0) return;
   dim3 grid(static_cast<unsigned>(n_tokens), static_cast<unsigned>(n_heads));
   int threads = std::min(256, (head_dim + 31) / 32 * 32);
   LaunchDependent(AttentionCombineKernel, grid, threads, 0, s, n_heads, head_dim, n_splits, ws_o, ws_ml,
-                  static_cast<bf16*>(out));
+                  static_cast<const bf16*>(gate), static_cast<bf16*>(out));
   INFX_CUDA_CHECK_LAUNCH();
 }
 

@@ -34,9 +34,10 @@ StateSpec Spec(Heads h, int max_slots, int64_t max_context, int layers) {
   return spec;
 }
 
-// Runs the steps on both backends and compares every step's output.
+// Runs the steps on both backends and compares every step's output; gated: then out *= sigmoid(gate), the
+// gated attention's output gate (on the GPU the split kernels' combine multiplies as it writes).
 void RunSteps(CudaOptions::Attention mode, Heads h, int64_t max_context,
-              const std::vector<std::vector<std::array<int64_t, 3>>>& steps, uint64_t seed) {
+              const std::vector<std::vector<std::array<int64_t, 3>>>& steps, uint64_t seed, bool gated = false) {
   CudaOptions o;
   o.attention = mode;
   Rig rig(o);
@@ -53,10 +54,17 @@ void RunSteps(CudaOptions::Attention mode, Heads h, int64_t max_context,
     auto out = rig.Out({n, h.hq, h.d});
     rig.cpu.Attention(q.cpu, k.cpu, v.cpu, *cs, 1, layout, scale, out.cpu);
     rig.gpu.Attention(q.gpu, k.gpu, v.gpu, *gs, 1, layout, scale, out.gpu);
+    if (gated) {
+      auto gate = rig.Act({n, h.hq * h.d}, Rand(n * h.hq * h.d, seed + 3 * i + 7, -4, 4));
+      const Shape flat{n, h.hq * h.d};
+      rig.cpu.SigmoidMul(out.cpu.Reshaped(flat), gate.cpu, out.cpu.Reshaped(flat));
+      rig.gpu.SigmoidMul(out.gpu.Reshaped(flat), gate.gpu, out.gpu.Reshaped(flat));
+    }
     cs->Advance(layout);
     gs->Advance(layout);
     ExpectClose(rig.Gpu(out.gpu), Rig::Cpu(out.cpu), 1e-2, 3e-2,
-                fmt::format("attention {} hq={} hkv={} d={} step {}", ModeName(mode), h.hq, h.hkv, h.d, i));
+                fmt::format("attention {} hq={} hkv={} d={} gated={} step {}", ModeName(mode), h.hq, h.hkv, h.d, gated,
+                            i));
   }
 }
 
@@ -73,6 +81,18 @@ TEST(CudaAttention, PrefillDecodeAndMixedBatches) {
        {Heads{32, 8, 128}, Heads{16, 2, 256}, Heads{4, 2, 64}, Heads{2, 1, 32}, Heads{8, 8, 80}, Heads{4, 2, 36}})
     for (auto mode : {CudaOptions::Attention::kFlash, CudaOptions::Attention::kSplit, CudaOptions::Attention::kAuto})
       RunSteps(mode, h, 512, steps, seed += 100);
+}
+
+// Qwen3-Next's gated attention (16 query heads of 256 over 2 KV heads) and a Qwen3-8B-like shape, with the
+// output gate after the attention: joined to the split kernels' combine at decode.
+TEST(CudaAttention, OutputGateAfterTheAttention) {
+  INFX_REQUIRE_GPU();
+  const std::vector<std::vector<std::array<int64_t, 3>>> steps = {
+      {{0, 70, 0}}, {{0, 1, 70}}, {{0, 1, 71}, {1, 3, 0}}, {{0, 1, 72}, {1, 1, 3}}};
+  uint64_t seed = 8000;
+  for (Heads h : {Heads{16, 2, 256}, Heads{32, 8, 128}})
+    for (auto mode : {CudaOptions::Attention::kSplit, CudaOptions::Attention::kAuto})
+      RunSteps(mode, h, 512, steps, seed += 100, /*gated=*/true);
 }
 
 // Attention after the q/k norms and RoPE, as the models call them (on the GPU: one kernel prepares q, k and

@@ -86,9 +86,12 @@ CudaBackend::CudaBackend(const CudaOptions& options)
   cuda::ConfigureQuantMoeMma(smem_optin_);
   cuda::ConfigureGdnKernels(smem_optin_);
   cuda::ConfigureGemv(smem_optin_);
-  gemv_counter_ = cuda::DeviceBuffer(2 * sizeof(int32_t), "GEMV block counters");
+  gemv_counter_ = cuda::DeviceBuffer(3 * sizeof(int32_t), "GEMV block counters");
   INFX_CUDA_CHECK(cudaMemset(gemv_counter_.data(), 0, gemv_counter_.size_bytes()));
   gemv_sums_ = cuda::DeviceBuffer(kGemvSumsCapacity * sizeof(float), "GEMV sums of squares");
+  gdn_sums_ = cuda::DeviceBuffer(cuda::kGdnFusedMaxRows * 32 * sizeof(float), "DeltaNet norm sums");
+  gdn_counter_ = cuda::DeviceBuffer(cuda::kGdnFusedMaxRows * sizeof(int32_t), "DeltaNet norm counters");
+  INFX_CUDA_CHECK(cudaMemset(gdn_counter_.data(), 0, gdn_counter_.size_bytes()));
   for (auto& e : staging_done_) INFX_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
 }
 
@@ -102,11 +105,16 @@ CudaBackend::~CudaBackend() {
 void CudaBackend::FlushGemv() {
   if (gemv_.n_segments == 0) return;
   if (gemv_.w_type == cuda::kBF16) {
-    recorder_.Launch(cuda::LaunchGemv, gemv_);
+    if (gemv_tail_.route.ids != nullptr || gemv_tail_.conv.out != nullptr) {
+      recorder_.Launch(cuda::LaunchGemvWithTail, gemv_, gemv_tail_);
+    } else {
+      recorder_.Launch(cuda::LaunchGemv, gemv_);
+    }
   } else {
     recorder_.Launch(cuda::LaunchQuantGemvMma, gemv_, smem_optin_);
   }
   gemv_ = cuda::GemvBatch{};
+  gemv_tail_ = cuda::GemvTail{};
 }
 
 void CudaBackend::FlushPending() {
@@ -130,6 +138,27 @@ void CudaBackend::FlushPending() {
       }
       pending_heads_.clear();
       break;
+    case Pending::kGates: {
+      const PendingGdn& p = pending_gdn_;
+      recorder_.Launch(cuda::LaunchGdnGates, static_cast<const void*>(p.a.data), static_cast<const void*>(p.b.data),
+                       static_cast<const void*>(p.a_log.data), static_cast<int>(p.a_log.dtype),
+                       static_cast<const void*>(p.dt_bias.data), static_cast<int>(p.dt_bias.dtype), p.g.as<float>(),
+                       p.beta.as<float>(), p.a.rows(), p.a.cols());
+      break;
+    }
+    case Pending::kDeltaRule: LaunchHeldDeltaRule(nullptr); break;
+    case Pending::kCombine: {
+      const PendingCombine& c = pending_combine_;
+      recorder_.Launch(cuda::LaunchAttentionCombine, c.n, c.heads, c.head_dim, c.splits, c.ws_o, c.ws_ml,
+                       static_cast<const void*>(nullptr), c.out.data);
+      break;
+    }
+    case Pending::kMoe: {
+      const PendingMoe& m = pending_moe_;
+      recorder_.Launch(cuda::LaunchMoeGemv, m.x, m.weights, m.ids, m.shared_logit, m.n, m.top_k, m.table, m.act,
+                       m.out.data, m.res);
+      break;
+    }
     case Pending::kNorm:
       if (pending_b_.data != nullptr) {
         recorder_.Launch(cuda::LaunchAddRmsNorm, static_cast<int>(pending_out_.dtype), pending_a_.data, pending_b_.data,
@@ -142,6 +171,31 @@ void CudaBackend::FlushPending() {
       }
       break;
   }
+}
+
+void CudaBackend::HoldMoe(const PendingMoe& m) {
+  FlushGemv();
+  FlushPending();
+  pending_moe_ = m;
+  pending_moe_.res = cuda::GemvResidual{};
+  pending_ = Pending::kMoe;
+  if (!options_.fuse) FlushPending();  // nothing joins it
+}
+
+void CudaBackend::LaunchHeldDeltaRule(const cuda::GdnDecodeFusion* norm) {
+  const PendingGdn& p = pending_gdn_;
+  cuda::GdnDecodeFusion f = norm != nullptr ? *norm : cuda::GdnDecodeFusion{};
+  f.a = p.a.data;
+  f.b = p.b.data;
+  f.a_log = p.a_log.data;
+  f.a_log_dtype = static_cast<int32_t>(p.a_log.dtype);
+  f.dt_bias = p.dt_bias.data;
+  f.dt_bias_dtype = static_cast<int32_t>(p.dt_bias.dtype);
+  f.g = p.g.as<float>();
+  f.beta = p.beta.as<float>();
+  pending_ = Pending::kNone;
+  recorder_.Launch(cuda::LaunchGatedDeltaRuleDecode, p.layout, p.q, p.k, p.v, p.state, p.slot_stride, p.nk, p.nv, p.dk,
+                   p.dv, p.tiled, f, p.out.data);
 }
 
 cuda::GemvPrologue CudaBackend::TakeGemvPrologue(const Tensor& x) {
@@ -315,34 +369,38 @@ cuda::DeviceLayout CudaBackend::Layout(const BatchLayout& layout) {
   return layout_device_;
 }
 
-const cuda::ExpertTable& CudaBackend::ExpertTableFor(const ExpertWeights& experts) {
+const cuda::ExpertTable& CudaBackend::ExpertTableFor(const ExpertWeights& experts, const SharedExpert* shared) {
   INFX_CHECK(!experts.gate.empty() && experts.gate.size() == experts.up.size() &&
              experts.gate.size() == experts.down.size());
-  const void* key = experts.gate[0].data;
+  // A layer's shared expert is its own key (the table holds it as one more entry).
+  const void* key = shared != nullptr ? shared->gate.data : experts.gate[0].data;
   auto it = expert_tables_.find(key);
   if (it != expert_tables_.end()) return it->second.table;
-  const size_t n = experts.gate.size();
+  const size_t n = experts.gate.size(), entries = n + (shared != nullptr ? 1 : 0);
   const Tensor& g0 = experts.gate[0];
   if (IsBlockQuantized(g0.dtype) && !cuda::QuantTypeSupported(static_cast<int>(g0.dtype)))
     ThrowError(ErrorCode::kUnsupported, "the CUDA backend has no kernels for {} expert weights yet (use --backend cpu)",
                DTypeName(g0.dtype));
-  std::vector<const void*> ptrs(3 * n);
-  for (size_t e = 0; e < n; ++e) {
-    const Tensor &g = experts.gate[e], &u = experts.up[e], &d = experts.down[e];
+  std::vector<const void*> ptrs(3 * entries);
+  for (size_t e = 0; e < entries; ++e) {
+    const bool routed = e < n;
+    const Tensor& g = routed ? experts.gate[e] : shared->gate;
+    const Tensor& u = routed ? experts.up[e] : shared->up;
+    const Tensor& d = routed ? experts.down[e] : shared->down;
     INFX_CHECK_MSG(g.shape == g0.shape && u.shape == g0.shape && d.rows() == g0.cols() && d.cols() == g0.rows() &&
                        g.dtype == g0.dtype && u.dtype == g0.dtype && d.dtype == g0.dtype,
                    "expert {}: gate {} up {} down {}", e, g.Describe(), u.Describe(), d.Describe());
     ptrs[e] = g.data;
-    ptrs[n + e] = u.data;
-    ptrs[2 * n + e] = d.data;
+    ptrs[entries + e] = u.data;
+    ptrs[2 * entries + e] = d.data;
   }
   void* table = weights_.Allocate(ptrs.size() * sizeof(void*));
   INFX_CUDA_CHECK(cudaMemcpy(table, ptrs.data(), ptrs.size() * sizeof(void*), cudaMemcpyHostToDevice));
   cuda::ExpertTable t;
   auto* base = static_cast<const void* const*>(table);
   t.gate = base;
-  t.up = base + n;
-  t.down = base + 2 * n;
+  t.up = base + entries;
+  t.down = base + 2 * entries;
   t.dtype = static_cast<int32_t>(g0.dtype);
   t.n_experts = static_cast<int32_t>(n);
   t.inter = g0.rows();
@@ -351,6 +409,7 @@ const cuda::ExpertTable& CudaBackend::ExpertTableFor(const ExpertWeights& expert
                             [](const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; })
                     ? 1
                     : 0;
+  t.shared = shared != nullptr ? 1 : 0;
   return expert_tables_.emplace(key, ExpertTableEntry{t}).first->second.table;
 }
 

@@ -73,6 +73,11 @@ class CudaBackend final : public Backend {
   void MoeRouting(const Tensor& logits, int top_k, bool normalize, Tensor weights, Tensor ids) override;
   void MoeExperts(const Tensor& x, const Tensor& weights, const Tensor& ids, const ExpertWeights& experts,
                   Tensor out) override;
+  // At decode the shared expert runs in the routed experts' kernels (moe_gemv.cu for bf16 and FP8, the
+  // MoeMma kernels of moe_quant.cu for the block types) when its shapes and dtype are theirs; else the ops'
+  // default.
+  void MoeExpertsWithShared(const Tensor& x, const Tensor& weights, const Tensor& ids, const ExpertWeights& experts,
+                            const SharedExpert& shared, Tensor out) override;
   void AddSigmoidGated(Tensor acc, const Tensor& x, const Tensor& gate_logit) override;
   void GatherRows(const Tensor& x, const std::vector<int32_t>& rows, Tensor out) override;
 
@@ -118,6 +123,9 @@ class CudaBackend final : public Backend {
   // plain launches (never programmatic dependents, which could start before their predecessor ends).
   // Growing it waits for queued work and drops cached graphs, which point into the old buffer.
   void* Workspace(size_t bytes);
+  // A bf16 weight [rows, k] made for one product (prefill with block-quantized or f16 weights), in the op
+  // workspace: valid until the next op that uses the workspace.
+  Tensor DenseWeight(int64_t rows, int64_t k);
   void FlushGemv();
   void JoinGemv(const Tensor& x, const Tensor& w, Tensor out, const cuda::GemvPrologue& pro = {});
   // The pending RMSNorm as the prologue of a bf16 GEMV reading x (and no longer pending), or kGemvXPlain
@@ -134,16 +142,28 @@ class CudaBackend final : public Backend {
   bool ResidualFusable(const Tensor& a, const Tensor& b, const Tensor& out) const;
   // Whether out = RmsNorm(x) may join that epilogue: x is the sum it makes (in place allowed).
   bool ResidualNormFusable(const Tensor& x, const Tensor& weight, const Tensor& out) const;
+  // The same two for the held experts (Pending::kMoe), whose down kernel makes a or b.
+  bool MoeResidualFusable(const Tensor& a, const Tensor& b, const Tensor& out) const;
+  bool MoeResidualNormFusable(const Tensor& x, const Tensor& weight, const Tensor& out) const;
   // Launches the op held back for fusion (plain, unfused).
   void FlushPending();
-  const cuda::ExpertTable& ExpertTableFor(const ExpertWeights& experts);
+  // The device table of the experts' weight pointers (cached per layer); with `shared`, a table of one more
+  // entry, the shared expert (the caller checks that its shapes and dtype are the routed experts').
+  const cuda::ExpertTable& ExpertTableFor(const ExpertWeights& experts, const SharedExpert* shared = nullptr);
+  // Checks the arguments of MoeExperts (and MoeExpertsWithShared).
+  void CheckMoeArgs(const Tensor& x, const Tensor& weights, const Tensor& ids, const Tensor& out) const;
 
   // An op held back because the next one may fuse with it. Invariant: the pending op and the
   // pending GEMV group are never both non-empty (a residual add held for fusion after a GEMV lives in
   // the group itself, gemv_.res).
   // kNorm: an RMSNorm (after a residual add when pending_b_ is set) whose result may become the prologue
   // of the GEMV that reads it (cuda::GemvPrologue).
-  enum class Pending { kNone, kAdd, kHeads, kNorm };
+  // kGates: Gated DeltaNet gates of a decode step, held for the delta rule that reads them; kDeltaRule: that
+  // delta rule with the gates fused in (cuda::GdnDecodeFusion), held for the gated RMSNorm that may follow.
+  // kMoe: a decode step's bf16 experts (moe_gemv.cu), held for the residual add and the norm that may follow
+  // (its down kernel's epilogue, cuda::GemvResidual).
+  // kCombine: split decode attention's combine, held for the output gate's SigmoidMul (gated attention).
+  enum class Pending { kNone, kAdd, kHeads, kNorm, kGates, kDeltaRule, kMoe, kCombine };
   struct PendingHead {  // an in-place per-head RMSNorm, maybe followed by RoPE
     Tensor x, w;
     float eps = 0, w_offset = 0;
@@ -183,14 +203,52 @@ class CudaBackend final : public Backend {
   Tensor pending_sum_, pending_norm_w_;
   float pending_eps_ = 0, pending_w_offset_ = 0;
   std::vector<PendingHead> pending_heads_;      // kHeads: up to 2 (q, k)
-  // Two zero-initialised ints through which the blocks of a GEMV elect the one that writes the tensors of
-  // a fused norm (left at zero by it): [0] the norm prologue (cuda::GemvPrologue), [1] the norm after the
-  // residual epilogue (cuda::GemvResidual).
+  struct PendingGdn {  // kGates: a, b, a_log, dt_bias -> g, beta; kDeltaRule: also the delta rule's launch
+    Tensor a, b, a_log, dt_bias, g, beta;
+    cuda::DeviceLayout layout{};
+    const void *q = nullptr, *k = nullptr, *v = nullptr;
+    float* state = nullptr;
+    int64_t slot_stride = 0;
+    int32_t nk = 0, nv = 0, dk = 0, dv = 0, tiled = 0;
+    Tensor out;
+  };
+  PendingGdn pending_gdn_;
+  struct PendingMoe {  // kMoe: LaunchMoeGemv's arguments
+    const void* x = nullptr;
+    const float* weights = nullptr;
+    const int32_t* ids = nullptr;
+    const float* shared_logit = nullptr;
+    int64_t n = 0;
+    int32_t top_k = 0;
+    cuda::ExpertTable table{};
+    void* act = nullptr;
+    Tensor out;
+    cuda::GemvResidual res{};
+  };
+  PendingMoe pending_moe_;
+  struct PendingCombine {  // kCombine: LaunchAttentionCombine's arguments
+    int32_t n = 0, heads = 0, head_dim = 0, splits = 0;
+    const float* ws_o = nullptr;
+    const float* ws_ml = nullptr;
+    Tensor out;
+  };
+  PendingCombine pending_combine_;
+  // Holds LaunchMoeGemv (m.res empty) as Pending::kMoe.
+  void HoldMoe(const PendingMoe& m);
+  // Launches the held delta rule with its gates (and, when norm is set, the gated norm).
+  void LaunchHeldDeltaRule(const cuda::GdnDecodeFusion* norm);
+  // Zero-initialised ints through which the blocks of a GEMV elect the one that finishes a fused op (left at
+  // zero by it): [0] the norm prologue (cuda::GemvPrologue), [1] the norm after the residual epilogue
+  // (cuda::GemvResidual), [2] the MoE routing after the router (cuda::GemvRouting).
   cuda::DeviceBuffer gemv_counter_;
+  cuda::GemvTail gemv_tail_{};  // of the pending GEMV group
   // The sums of squares per token and 16-row tile that a GEMV with a residual epilogue leaves for the
   // norm it ends with (cuda::GemvResidual), floats; one buffer: the GEMVs run in stream order.
   static constexpr int64_t kGemvSumsCapacity = int64_t{cuda::kGemvNormMaxTokens} * 4096;
   cuda::DeviceBuffer gemv_sums_;
+  // The fused DeltaNet decode's gated norm (cuda::GdnDecodeFusion): sums of squares per (row, column block)
+  // and a zero-initialised counter per row.
+  cuda::DeviceBuffer gdn_sums_, gdn_counter_;
 };
 
 }  // namespace infernix

@@ -70,9 +70,8 @@ void CudaBackend::RmsNorm(const Tensor& x, const Tensor& weight, float eps, bool
   INFX_CHECK_MSG(weight.numel() == x.cols() && IsFloat(weight), "RmsNorm x {} weight {}", x.Describe(),
                  weight.Describe());
   const float w_offset = unit_offset ? 1.0f : 0.0f;
-  if (ResidualNormFusable(x, weight, out)) {
-    // x = residual + the product of the pending GEMV, which its epilogue makes: the norm joins it.
-    cuda::GemvResidual& r = gemv_.res;
+  // The norm of a residual sum that an epilogue makes joins that epilogue (cuda::GemvResidual).
+  auto join = [&](cuda::GemvResidual& r) {
     r.norm_out = out.data;
     r.w = weight.data;
     r.w_dtype = Dt(weight);
@@ -80,6 +79,14 @@ void CudaBackend::RmsNorm(const Tensor& x, const Tensor& weight, float eps, bool
     r.w_offset = w_offset;
     r.ss = static_cast<float*>(gemv_sums_.data());
     r.counter = static_cast<int32_t*>(gemv_counter_.data()) + 1;
+  };
+  if (MoeResidualNormFusable(x, weight, out)) {  // x = residual + the held experts' output
+    join(pending_moe_.res);
+    FlushPending();
+    return;
+  }
+  if (ResidualNormFusable(x, weight, out)) {  // x = residual + the product of the pending GEMV
+    join(gemv_.res);
     FlushGemv();
     return;
   }
@@ -144,6 +151,21 @@ void CudaBackend::GatedRmsNorm(const Tensor& x, const Tensor& z, const Tensor& w
   CheckSameAct(x, z);
   CheckSameAct(x, out);
   INFX_CHECK(weight.numel() == x.cols() && IsFloat(weight));
+  const PendingGdn& held = pending_gdn_;
+  if (pending_ == Pending::kDeltaRule && x.data == held.out.data && x.numel() == held.out.numel() &&
+      x.cols() == held.dv && x.dtype == DType::kBF16 && Disjoint(out, x) && Disjoint(out, z)) {
+    // The gated norm of the held decode delta rule's heads: its kernel's last block per head writes it.
+    cuda::GdnDecodeFusion f{};
+    f.z = z.data;
+    f.norm_w = weight.data;
+    f.norm_w_dtype = Dt(weight);
+    f.norm_out = out.data;
+    f.eps = eps;
+    f.ss = static_cast<float*>(gdn_sums_.data());
+    f.counter = static_cast<int32_t*>(gdn_counter_.data());
+    LaunchHeldDeltaRule(&f);
+    return;
+  }
   Enqueue(cuda::LaunchGatedRmsNorm, Dt(x), x.data, z.data, weight.data, Dt(weight), eps, out.data, x.rows(), x.cols());
 }
 
@@ -165,8 +187,9 @@ void CudaBackend::MatMul(const Tensor& x, const Tensor& w, Tensor out) {
               out.data, Dt(out), n, m, k);
       return;
     }
-    // Prefill: the weight dequantized to bf16 in scratch memory, then the bf16 product.
-    Tensor dense = Scratch(DType::kBF16, {m, k});
+    // Prefill: the weight dequantized to bf16 in the op workspace (not scratch, which would keep every
+    // layer's until the pass ends: the whole model in bf16), then the bf16 product.
+    Tensor dense = DenseWeight(m, k);
     Enqueue(cuda::LaunchDequantRows, Dt(w), static_cast<const void*>(w.data), static_cast<const int32_t*>(nullptr), m,
             k, dense.data, Dt(dense), m);
     MatMul(x, dense, out);
@@ -180,6 +203,20 @@ void CudaBackend::MatMul(const Tensor& x, const Tensor& w, Tensor out) {
     JoinGemv(x, w, out, TakeGemvPrologue(x));
     return;
   }
+  if (!bf16 && options_.gemv && cuda::FloatGemvFits(Dt(w), Dt(x), n, k, x.data, w.data)) {
+    // f32 / f16 weights at decode (GGUF routers, F32 / F16 files): streamed on CUDA cores.
+    Enqueue(cuda::LaunchGemvFloat, static_cast<const void*>(x.data), static_cast<const void*>(w.data), Dt(w), out.data,
+            Dt(out), n, m, k);
+    return;
+  }
+  if (w.dtype == DType::kF16 && x.dtype == DType::kBF16 && options_.cublas) {
+    // f16 weights beyond the GEMV (prefill of an F16 file): rounded to bf16 in the op workspace, then the bf16
+    // product (cuBLASLt), as for the block types.
+    Tensor dense = DenseWeight(m, k);
+    Enqueue(cuda::LaunchToBf16, static_cast<const void*>(w.data), Dt(w), dense.data, m * k);
+    MatMul(x, dense, out);
+    return;
+  }
   FlushPending();
   if (bf16 && options_.cublas) {
     unsigned align = std::min({PointerAlignment(x.data), PointerAlignment(w.data), PointerAlignment(out.data)});
@@ -189,6 +226,11 @@ void CudaBackend::MatMul(const Tensor& x, const Tensor& w, Tensor out) {
     }
   }
   Enqueue(cuda::LaunchGemmSimt, x.data, Dt(x), w.data, Dt(w), out.data, Dt(out), n, m, k);
+}
+
+Tensor CudaBackend::DenseWeight(int64_t rows, int64_t k) {
+  FlushGemv();  // a pending product may read the workspace (a weight made here before)
+  return Tensor{Workspace(static_cast<size_t>(rows * k) * sizeof(uint16_t)), DType::kBF16, Shape{rows, k}};
 }
 
 // Adds x @ w^T to the pending group of decode products, which joins products that read the same x with
@@ -222,6 +264,11 @@ void CudaBackend::Add(const Tensor& a, const Tensor& b, Tensor out) {
     gemv_.res.out = out.data;
     return;
   }
+  if (MoeResidualFusable(a, b, out)) {  // the epilogue of the held experts' down kernel, which makes a or b
+    pending_moe_.res.in = pending_moe_.out.data == a.data ? b.data : a.data;
+    pending_moe_.res.out = out.data;
+    return;
+  }
   FlushGemv();
   FlushPending();
   if (options_.fuse) {  // held back: the residual add usually feeds the next RmsNorm
@@ -232,6 +279,28 @@ void CudaBackend::Add(const Tensor& a, const Tensor& b, Tensor out) {
     return;
   }
   Enqueue(cuda::LaunchBinary, static_cast<int>(cuda::kOpAdd), Dt(a), a.data, b.data, out.data, a.numel());
+}
+
+bool CudaBackend::MoeResidualFusable(const Tensor& a, const Tensor& b, const Tensor& out) const {
+  const PendingMoe& m = pending_moe_;
+  if (pending_ != Pending::kMoe || m.res.out != nullptr || m.n > cuda::kGemvNormMaxTokens ||
+      a.dtype != DType::kBF16 || a.numel() != m.out.numel())
+    return false;
+  const bool from_a = m.out.data == a.data, from_b = m.out.data == b.data;
+  if (from_a == from_b) return false;
+  const Tensor& product = from_a ? a : b;
+  const Tensor& other = from_a ? b : a;
+  return Disjoint(other, product) &&
+         (out.data == other.data || out.data == product.data || (Disjoint(out, other) && Disjoint(out, product)));
+}
+
+bool CudaBackend::MoeResidualNormFusable(const Tensor& x, const Tensor& weight, const Tensor& out) const {
+  const PendingMoe& m = pending_moe_;
+  return pending_ == Pending::kMoe && m.res.out == x.data && m.res.norm_out == nullptr && x.numel() == m.out.numel() &&
+         x.rows() == m.n && x.dtype == DType::kBF16 && x.cols() % 8 == 0 && Aligned(x.data, 16) &&
+         Aligned(out.data, 16) && (out.data == x.data || Disjoint(x, out)) &&
+         (weight.dtype != DType::kBF16 || Aligned(weight.data, 16)) &&
+         x.rows() * ((x.cols() + 15) / 16) <= kGemvSumsCapacity;
 }
 
 bool CudaBackend::ResidualNormFusable(const Tensor& x, const Tensor& weight, const Tensor& out) const {
@@ -280,6 +349,15 @@ void CudaBackend::SiluMul(const Tensor& gate, const Tensor& up, Tensor out) {
 void CudaBackend::SigmoidMul(const Tensor& x, const Tensor& gate, Tensor out) {
   CheckSameAct(x, gate);
   CheckSameAct(x, out);
+  const PendingCombine& c = pending_combine_;
+  if (pending_ == Pending::kCombine && x.data == c.out.data && out.data == x.data && x.numel() == c.out.numel() &&
+      x.dtype == DType::kBF16 && Disjoint(gate, x)) {
+    // The output gate of the attention whose combine is held: the combine multiplies as it writes.
+    pending_ = Pending::kNone;
+    recorder_.Launch(cuda::LaunchAttentionCombine, c.n, c.heads, c.head_dim, c.splits, c.ws_o, c.ws_ml,
+                     static_cast<const void*>(gate.data), c.out.data);
+    return;
+  }
   Enqueue(cuda::LaunchBinary, static_cast<int>(cuda::kOpSigmoidMul), Dt(x), x.data, gate.data, out.data, x.numel());
 }
 
@@ -411,8 +489,13 @@ void CudaBackend::Attention(const Tensor& q, const Tensor& k, const Tensor& v, S
   Tensor ws_ml = Scratch(DType::kF32, {n, hq, splits, 2});
   Enqueue(split_kernel, dl, kv, q.data, static_cast<int32_t>(hq), scale, static_cast<int32_t>(splits), ws_o.as<float>(),
           ws_ml.as<float>(), static_cast<void*>(nullptr));
-  Enqueue(cuda::LaunchAttentionCombine, static_cast<int32_t>(n), static_cast<int32_t>(hq), static_cast<int32_t>(d),
-          static_cast<int32_t>(splits), ws_o.as<const float>(), ws_ml.as<const float>(), out.data);
+  // The combine is held (Pending::kCombine) for the gated attention's SigmoidMul of its output.
+  FlushGemv();
+  FlushPending();
+  pending_combine_ = PendingCombine{static_cast<int32_t>(n), static_cast<int32_t>(hq), static_cast<int32_t>(d),
+                                    static_cast<int32_t>(splits), ws_o.as<const float>(), ws_ml.as<const float>(), out};
+  pending_ = Pending::kCombine;
+  if (!options_.fuse) FlushPending();
 }
 
 void CudaBackend::CausalConv1d(const Tensor& x, const Tensor& w, SequenceState& state, int layer,
@@ -423,6 +506,17 @@ void CudaBackend::CausalConv1d(const Tensor& x, const Tensor& w, SequenceState& 
   INFX_CHECK(x.dtype == DType::kBF16 && out.dtype == DType::kBF16 && IsFloat(w) && x.rows() == layout.n_tokens);
   if (x.rows() == 0) return;
   cuda::DeviceLayout dl = Layout(layout);
+  if (options_.fuse && gemv_.n_segments > 0 && gemv_.w_type == cuda::kBF16 && gemv_.seg[0].out == x.data &&
+      gemv_.seg[0].rows == channels && gemv_.seg[0].out_dtype == cuda::kBF16 && gemv_.n == x.rows() &&
+      gemv_.n <= cuda::kGemvNormMaxTokens && gemv_.silu_out == nullptr && gemv_.res.out == nullptr &&
+      gemv_tail_.route.ids == nullptr && dl.max_seq_tokens == 1 && kernel <= cuda::kGemvConvMaxKernel &&
+      Disjoint(out, x)) {
+    // A decode step's conv of the product that the pending GEMV makes: the GEMV computes it (GemvConv).
+    gemv_tail_.conv = cuda::GemvConv{dl,          w.data, st.Conv(layer), out.data, st.ConvSlotStride(), Dt(w),
+                                     static_cast<int32_t>(kernel)};
+    FlushGemv();
+    return;
+  }
   Enqueue(cuda::LaunchCausalConv1d, dl, x.data, w.data, Dt(w), st.Conv(layer), st.ConvSlotStride(),
           static_cast<int32_t>(channels), static_cast<int32_t>(kernel), out.data);
 }
@@ -434,6 +528,20 @@ void CudaBackend::GdnGates(const Tensor& a, const Tensor& b, const Tensor& a_log
              beta.numel() == a.numel());
   INFX_CHECK(a.dtype == DType::kBF16 && b.dtype == DType::kBF16 && g.dtype == DType::kF32 &&
              beta.dtype == DType::kF32 && IsFloat(a_log) && IsFloat(dt_bias));
+  if (options_.fuse && n >= 1 && n <= cuda::kGdnFusedMaxRows / std::max<int64_t>(1, nv)) {
+    // Held: a decode step's delta rule computes them itself (GatedDeltaRule).
+    FlushGemv();
+    FlushPending();
+    pending_ = Pending::kGates;
+    pending_gdn_ = PendingGdn{};
+    pending_gdn_.a = a;
+    pending_gdn_.b = b;
+    pending_gdn_.a_log = a_log;
+    pending_gdn_.dt_bias = dt_bias;
+    pending_gdn_.g = g;
+    pending_gdn_.beta = beta;
+    return;
+  }
   Enqueue(cuda::LaunchGdnGates, a.data, b.data, a_log.data, Dt(a_log), dt_bias.data, Dt(dt_bias), g.as<float>(),
           beta.as<float>(), n, nv);
 }
@@ -468,6 +576,26 @@ void CudaBackend::GatedDeltaRule(const Tensor& q, const Tensor& k, const Tensor&
             static_cast<int32_t>(dk), static_cast<int32_t>(dv), tiled, ws, out.data);
     return;
   }
+  if (pending_ == Pending::kGates && pending_gdn_.g.data == g.data && pending_gdn_.beta.data == beta.data &&
+      pending_gdn_.g.numel() == n * nv && cuda::GdnDecodeFusionFits(dl.n_seqs, dl.max_seq_tokens, nv, dk, dv) &&
+      Disjoint(out, pending_gdn_.a) && Disjoint(out, pending_gdn_.b)) {
+    // A decode step: the held gates join this delta rule, which is held in turn for the gated norm after it.
+    PendingGdn& p = pending_gdn_;
+    pending_ = Pending::kDeltaRule;
+    p.layout = dl;
+    p.q = q.data;
+    p.k = k.data;
+    p.v = v.data;
+    p.state = st.Recurrent(layer);
+    p.slot_stride = st.RecurrentSlotStride();
+    p.nk = static_cast<int32_t>(nk);
+    p.nv = static_cast<int32_t>(nv);
+    p.dk = static_cast<int32_t>(dk);
+    p.dv = static_cast<int32_t>(dv);
+    p.tiled = tiled;
+    p.out = out;
+    return;
+  }
   Enqueue(cuda::LaunchGatedDeltaRule, dl, q.data, k.data, v.data, g.as<const float>(), beta.as<const float>(),
           st.Recurrent(layer), st.RecurrentSlotStride(), static_cast<int32_t>(nk), static_cast<int32_t>(nv),
           static_cast<int32_t>(dk), static_cast<int32_t>(dv), tiled, out.data);
@@ -477,39 +605,88 @@ void CudaBackend::MoeRouting(const Tensor& logits, int top_k, bool normalize, Te
   const int64_t n = logits.rows(), n_experts = logits.cols();
   INFX_CHECK(top_k >= 1 && top_k <= n_experts && weights.numel() == n * top_k && ids.numel() == n * top_k);
   INFX_CHECK(logits.dtype == DType::kF32 && weights.dtype == DType::kF32 && ids.dtype == DType::kI32);
+  if (options_.fuse && gemv_.n_segments > 0 && gemv_.w_type == cuda::kBF16 && gemv_.seg[0].out == logits.data &&
+      gemv_.seg[0].out_dtype == cuda::kF32 && gemv_.seg[0].rows == n_experts && gemv_.n == n &&
+      n <= cuda::kGemvNormMaxTokens && n_experts <= cuda::kGemvRoutingMaxExperts && top_k <= 32 &&
+      gemv_.pro.kind == cuda::kGemvXPlain && gemv_.silu_out == nullptr && gemv_.res.out == nullptr &&
+      Disjoint(weights, logits) && Disjoint(ids, logits)) {
+    // The router's GEMV (with the shared expert's gate) is pending: its last block routes the tokens.
+    gemv_tail_.route = cuda::GemvRouting{weights.as<float>(), ids.as<int32_t>(),
+                                         static_cast<int32_t*>(gemv_counter_.data()) + 2, top_k, normalize ? 1 : 0};
+    FlushGemv();
+    return;
+  }
   Enqueue(cuda::LaunchMoeRouting, logits.as<const float>(), n, static_cast<int32_t>(n_experts),
           static_cast<int32_t>(top_k), static_cast<int32_t>(normalize), weights.as<float>(), ids.as<int32_t>());
 }
 
-void CudaBackend::MoeExperts(const Tensor& x, const Tensor& weights, const Tensor& ids, const ExpertWeights& experts,
-                             Tensor out) {
-  const int64_t n = x.rows(), hidden = x.cols(), top_k = weights.cols();
-  INFX_CHECK(out.rows() == n && out.cols() == hidden && ids.numel() == n * top_k && weights.numel() == n * top_k);
+void CudaBackend::CheckMoeArgs(const Tensor& x, const Tensor& weights, const Tensor& ids, const Tensor& out) const {
+  const int64_t n = x.rows(), top_k = weights.cols();
+  INFX_CHECK(out.rows() == n && out.cols() == x.cols() && ids.numel() == n * top_k && weights.numel() == n * top_k);
   INFX_CHECK(x.dtype == DType::kBF16 && out.dtype == DType::kBF16 && weights.dtype == DType::kF32 &&
              ids.dtype == DType::kI32);
+}
+
+void CudaBackend::MoeExperts(const Tensor& x, const Tensor& weights, const Tensor& ids, const ExpertWeights& experts,
+                             Tensor out) {
+  CheckMoeArgs(x, weights, ids, out);
+  const int64_t n = x.rows(), top_k = weights.cols();
   if (n == 0) return;
   const cuda::ExpertTable& table = ExpertTableFor(experts);
-  INFX_CHECK(table.hidden == hidden);
+  INFX_CHECK(table.hidden == x.cols());
+  const auto k32 = static_cast<int32_t>(top_k);
   if (n >= cuda::kMoeGroupedMinTokens && cuda::MoeGroupedFits(table)) {
-    void* ws = Workspace(cuda::MoeGroupedScratchBytes(n, static_cast<int32_t>(top_k), table));
-    Enqueue(cuda::LaunchMoeGrouped, x.data, weights.as<const float>(), ids.as<const int32_t>(), n,
-            static_cast<int32_t>(top_k), table, ws, out.data);
+    void* ws = Workspace(cuda::MoeGroupedScratchBytes(n, k32, table));
+    Enqueue(cuda::LaunchMoeGrouped, x.data, weights.as<const float>(), ids.as<const int32_t>(), n, k32, table, ws,
+            out.data);
     return;
   }
-  if (cuda::Bf16MoeMmaFits(n, static_cast<int32_t>(top_k), table, smem_optin_)) {
+  if (options_.gemv && cuda::MoeGemvFits(n, k32, false, table)) {
     Tensor act = Scratch(DType::kBF16, {n, top_k, table.inter});
-    Enqueue(cuda::LaunchBf16MoeMma, x.data, weights.as<const float>(), ids.as<const int32_t>(), n,
-            static_cast<int32_t>(top_k), table, act.data, out.data);
+    HoldMoe(PendingMoe{x.data, weights.as<const float>(), ids.as<const int32_t>(), nullptr, n, k32, table, act.data,
+                       out});
     return;
   }
   Tensor act = Scratch(DType::kF32, {n, top_k, table.inter});
   if (IsBlockQuantized(static_cast<DType>(table.dtype))) {
-    Enqueue(cuda::LaunchQuantMoeExperts, x.data, weights.as<const float>(), ids.as<const int32_t>(), n,
-            static_cast<int32_t>(top_k), table, act.as<float>(), out.data, smem_optin_);
+    Enqueue(cuda::LaunchQuantMoeExperts, x.data, weights.as<const float>(), ids.as<const int32_t>(),
+            static_cast<const float*>(nullptr), n, k32, table, act.as<float>(), out.data, smem_optin_);
     return;
   }
-  Enqueue(cuda::LaunchMoeExperts, x.data, weights.as<const float>(), ids.as<const int32_t>(), n,
-          static_cast<int32_t>(top_k), table, act.as<float>(), out.data);
+  Enqueue(cuda::LaunchMoeExperts, x.data, weights.as<const float>(), ids.as<const int32_t>(), n, k32, table,
+          act.as<float>(), out.data);
+}
+
+void CudaBackend::MoeExpertsWithShared(const Tensor& x, const Tensor& weights, const Tensor& ids,
+                                       const ExpertWeights& experts, const SharedExpert& shared, Tensor out) {
+  CheckMoeArgs(x, weights, ids, out);
+  const int64_t n = x.rows(), top_k = weights.cols();
+  INFX_CHECK(shared.gate_logit.numel() == n && shared.gate_logit.dtype == DType::kF32 && !experts.gate.empty() &&
+             !experts.down.empty());
+  const Tensor& g0 = experts.gate[0];
+  const bool same = shared.gate.shape == g0.shape && shared.up.shape == g0.shape &&
+                    shared.down.shape == experts.down[0].shape && shared.gate.dtype == g0.dtype &&
+                    shared.up.dtype == g0.dtype && shared.down.dtype == g0.dtype;
+  const bool quantized = IsBlockQuantized(g0.dtype);
+  if (n > 0 && same && options_.gemv && options_.fuse && (g0.dtype == DType::kBF16 || quantized) &&
+      n <= cuda::kMoeGemvMaxTokens) {
+    const cuda::ExpertTable& table = ExpertTableFor(experts, &shared);
+    const auto k32 = static_cast<int32_t>(top_k);
+    const float* logit = shared.gate_logit.as<const float>();
+    if (table.hidden == x.cols() && cuda::MoeGemvFits(n, k32, true, table)) {  // bf16 or FP8
+      Tensor act = Scratch(DType::kBF16, {n, top_k + 1, table.inter});
+      HoldMoe(PendingMoe{x.data, weights.as<const float>(), ids.as<const int32_t>(), logit, n, k32, table, act.data,
+                         out});
+      return;
+    }
+    if (table.hidden == x.cols() && quantized && cuda::QuantMoeSharedFits(n, k32, table, smem_optin_)) {
+      Tensor act = Scratch(DType::kF32, {n, top_k + 1, table.inter});
+      Enqueue(cuda::LaunchQuantMoeExperts, x.data, weights.as<const float>(), ids.as<const int32_t>(), logit, n, k32,
+              table, act.as<float>(), out.data, smem_optin_);
+      return;
+    }
+  }
+  Backend::MoeExpertsWithShared(x, weights, ids, experts, shared, out);
 }
 
 void CudaBackend::ArgmaxRows(const Tensor& logits, Tensor ids) {

@@ -31,6 +31,16 @@ __global__ void GatherRowsKernel(const U* x, const int32_t* rows, int64_t units,
 }
 
 // Dummy weights (tensor/dummy_values.h): the same bits as the host fill.
+// dst[i] = bf16(src[i]), 8 elements per thread and step (grid-stride).
+__global__ void ToBf16Kernel(const void* src, int src_dtype, bf16* dst, int64_t n) {
+  for (int64_t i = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * 8; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x * 8) {
+#pragma unroll
+    for (int e = 0; e < 8; ++e)
+      if (i + e < n) dst[i + e] = __float2bfloat16_rn(LoadF(src, src_dtype, i + e));
+  }
+}
+
 __global__ void DummyBf16Kernel(bf16* data, int64_t n, uint64_t base, float scale) {
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -90,6 +100,12 @@ void LaunchDummyBlocks(cudaStream_t s, void* data, size_t bytes, size_t block_by
   DummyWordsKernel<<<1024, 256, 0, s>>>(static_cast<uint8_t*>(data), bytes, seed, f.fp8);
   INFX_CUDA_CHECK_LAUNCH();
   DummyScalesKernel<<<1024, 256, 0, s>>>(static_cast<uint8_t*>(data), bytes / block_bytes, block_bytes, seed, f);
+  INFX_CUDA_CHECK_LAUNCH();
+}
+
+void LaunchToBf16(cudaStream_t s, const void* src, int src_dtype, void* dst, int64_t n) {
+  if (n <= 0) return;
+  ToBf16Kernel<<<Blocks(n, 256 * 8), 256, 0, s>>>(src, src_dtype, static_cast<bf16*>(dst), n);
   INFX_CUDA_CHECK_LAUNCH();
 }
 

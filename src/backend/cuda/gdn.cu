@@ -137,20 +137,58 @@ __global__ void GdnGatesKernel(const T* a, const T* b, const void* a_log, int a_
 // [w * kRuleRows, (w + 1) * kRuleRows) of those columns of S [dk, dv] in registers (dk <= kMaxKeyDim),
 // so a decode step reads and writes the f32 state once, spread over n_seqs * nv * dv / 32 blocks.
 // The two dot products over dk (S^T k and S^T q) are summed across the warps through shared memory.
+// kFused (decode, one token per sequence: GdnDecodeFusion): the block computes its head's gates from a
+// and b itself (and the first column block stores them), and with f.norm_out the gated RMSNorm of the
+// head's dv outputs follows: every block leaves the sum of squares of its columns' outputs (as stored, in
+// T); the last of the head's column blocks to finish, elected through a counter per (sequence, head),
+// adds them in column order and writes the head's normalised outputs.
 constexpr int kRuleCols = 32;
 constexpr int kRuleParts = 4;
 constexpr int kRuleRows = kMaxKeyDim / kRuleParts;
 
 template <typename T>
+__device__ void FinishGatedNorm(const GdnDecodeFusion& f, int64_t row, int dv, int col_blocks, int cb, float sq,
+                                const T* core) {
+  __shared__ int elected;
+  if (threadIdx.x < 32) {  // warp 0 holds the block's outputs
+    sq = WarpSum(sq);
+    if (threadIdx.x == 0) f.ss[row * col_blocks + cb] = sq;
+  }
+  __threadfence();  // the block's outputs and sum are visible before it counts itself in
+  __syncthreads();
+  if (threadIdx.x == 0) elected = atomicAdd(f.counter + row, 1) == col_blocks - 1;
+  __syncthreads();
+  if (!elected) return;
+  __threadfence();
+  float total = 0.0f;
+  for (int i = 0; i < col_blocks; ++i) total += __ldcg(f.ss + row * col_blocks + i);
+  const float inv = RmsInv(total, dv, f.eps);
+  const auto* core_bits = reinterpret_cast<const unsigned short*>(core + row * dv);
+  const T* z = static_cast<const T*>(f.z) + row * dv;
+  T* out = static_cast<T*>(f.norm_out) + row * dv;
+  for (int c = threadIdx.x; c < dv; c += blockDim.x) {
+    const float x = ToF(__ushort_as_bfloat16(__ldcg(core_bits + c)));
+    out[c] = FromF<T>(LoadF(f.norm_w, f.norm_w_dtype, c) * (x * inv) * SiluF(ToF(z[c])));
+  }
+  if (threadIdx.x == 0) f.counter[row] = 0;
+}
+
+template <typename T, bool kFused>
 __global__ void __launch_bounds__(32 * kRuleParts)
     GatedDeltaRuleKernel(DeviceLayout layout, const T* q, const T* k, const T* v, const float* g, const float* beta,
-                         float* state, int64_t slot_stride, int nk, int nv, int dk, int dv, int tiled, T* out) {
+                         float* state, int64_t slot_stride, int nk, int nv, int dk, int dv, int tiled,
+                         GdnDecodeFusion f, T* out) {
   __shared__ float qs[kMaxKeyDim], ks[kMaxKeyDim];
   __shared__ float red_kv[kRuleParts][kRuleCols], red_o[kRuleParts][kRuleCols];
   AllowDependentLaunch();
-  WaitForPrevious();
   const int col_blocks = (dv + kRuleCols - 1) / kRuleCols;
   const int cb = blockIdx.x % col_blocks, sh = blockIdx.x / col_blocks, seq = sh / nv, h = sh % nv;
+  float a_log = 0.0f, dt_bias = 0.0f;
+  if constexpr (kFused) {  // weights: before the wait
+    a_log = LoadF(f.a_log, f.a_log_dtype, h);
+    dt_bias = LoadF(f.dt_bias, f.dt_bias_dtype, h);
+  }
+  WaitForPrevious();
   const int kh = tiled ? h % nk : h / (nv / nk);
   const int slot = layout.seq_info[seq * 4], tb = layout.seq_info[seq * 4 + 1], n = layout.seq_info[seq * 4 + 2];
   const int lane = threadIdx.x & 31, part = threadIdx.x >> 5, c = cb * kRuleCols + lane, r0 = part * kRuleRows;
@@ -160,6 +198,7 @@ __global__ void __launch_bounds__(32 * kRuleParts)
 #pragma unroll
   for (int i = 0; i < kRuleRows; ++i) sreg[i] = active && r0 + i < dk ? s[static_cast<int64_t>(r0 + i) * dv + c] : 0.0f;
   const float q_scale = 1.0f / sqrtf(static_cast<float>(dk));
+  float sq = 0.0f;  // kFused: the square of this thread's (stored) output
   for (int j = 0; j < n; ++j) {
     const int64_t t = tb + j;
     __syncthreads();  // the previous token's q, k and partial sums are consumed
@@ -174,7 +213,20 @@ __global__ void __launch_bounds__(32 * kRuleParts)
       kk += ks[r] * ks[r];
     }
     const float q_inv = 1.0f / sqrtf(WarpSum(qq) + 1e-6f) * q_scale, k_inv = 1.0f / sqrtf(WarpSum(kk) + 1e-6f);
-    const float decay = expf(g[t * nv + h]), bt = beta[t * nv + h];
+    float gt, bt;
+    if constexpr (kFused) {  // GdnGatesKernel's arithmetic
+      const float x = ToF(static_cast<const T*>(f.a)[t * nv + h]) + dt_bias;
+      gt = -expf(a_log) * (x > 20.0f ? x : log1pf(expf(x)));
+      bt = SigmoidF(ToF(static_cast<const T*>(f.b)[t * nv + h]));
+      if (cb == 0 && threadIdx.x == 0) {
+        f.g[t * nv + h] = gt;
+        f.beta[t * nv + h] = bt;
+      }
+    } else {
+      gt = g[t * nv + h];
+      bt = beta[t * nv + h];
+    }
+    const float decay = expf(gt);
     float kv = 0;
 #pragma unroll
     for (int i = 0; i < kRuleRows; ++i) {
@@ -201,13 +253,18 @@ __global__ void __launch_bounds__(32 * kRuleParts)
       o = 0;
 #pragma unroll
       for (int p = 0; p < kRuleParts; ++p) o += red_o[p][lane];
-      out[(t * nv + h) * dv + c] = FromF<T>(o);
+      const T stored = FromF<T>(o);
+      out[(t * nv + h) * dv + c] = stored;
+      sq = ToF(stored) * ToF(stored);
     }
   }
   if (active) {
 #pragma unroll
     for (int i = 0; i < kRuleRows; ++i)
       if (r0 + i < dk) s[static_cast<int64_t>(r0 + i) * dv + c] = sreg[i];
+  }
+  if constexpr (kFused) {
+    if (f.norm_out != nullptr) FinishGatedNorm<T>(f, static_cast<int64_t>(tb) * nv + h, dv, col_blocks, cb, sq, out);
   }
 }
 
@@ -271,8 +328,8 @@ void DeltaRule(cudaStream_t s, DeviceLayout layout, const void* q, const void* k
   T* ot = static_cast<T*>(out);
   if (dk <= kMaxKeyDim) {
     dim3 grid(static_cast<unsigned>(layout.n_seqs * nv * ((dv + kRuleCols - 1) / kRuleCols)));
-    LaunchDependent(GatedDeltaRuleKernel<T>, grid, 32 * kRuleParts, 0, s, layout, qt, kt, vt, g, beta, state,
-                    slot_stride, nk, nv, dk, dv, tiled, ot);
+    LaunchDependent(GatedDeltaRuleKernel<T, false>, grid, 32 * kRuleParts, 0, s, layout, qt, kt, vt, g, beta, state,
+                    slot_stride, nk, nv, dk, dv, tiled, GdnDecodeFusion{}, ot);
   } else {
     dim3 grid(static_cast<unsigned>(layout.n_seqs * nv));
     int threads = (dv + 31) / 32 * 32;
@@ -311,6 +368,22 @@ void LaunchGdnGates(cudaStream_t s, const void* a, const void* b, const void* a_
   if (n * nv == 0) return;
   LaunchDependent(GdnGatesKernel<bf16>, Blocks(n * nv, 256), 256, 0, s, static_cast<const bf16*>(a),
                   static_cast<const bf16*>(b), a_log, a_log_dtype, dt_bias, dt_bias_dtype, g, beta, n, nv);
+  INFX_CUDA_CHECK_LAUNCH();
+}
+
+void LaunchGatedDeltaRuleDecode(cudaStream_t s, DeviceLayout layout, const void* q, const void* k, const void* v,
+                                float* state, int64_t slot_stride, int32_t nk, int32_t nv, int32_t dk, int32_t dv,
+                                int32_t tiled, GdnDecodeFusion fusion, void* out) {
+  if (layout.n_seqs == 0) return;
+  INFX_CHECK_MSG(GdnDecodeFusionFits(layout.n_seqs, layout.max_seq_tokens, nv, dk, dv) && fusion.a != nullptr &&
+                     (fusion.norm_out == nullptr || (fusion.ss != nullptr && fusion.counter != nullptr)),
+                 "fused delta rule: {} sequences of up to {} tokens, nv {} dk {} dv {}", layout.n_seqs,
+                 layout.max_seq_tokens, nv, dk, dv);
+  dim3 grid(static_cast<unsigned>(layout.n_seqs * nv * ((dv + kRuleCols - 1) / kRuleCols)));
+  LaunchDependent(GatedDeltaRuleKernel<bf16, true>, grid, 32 * kRuleParts, 0, s, layout, static_cast<const bf16*>(q),
+                  static_cast<const bf16*>(k), static_cast<const bf16*>(v), static_cast<const float*>(nullptr),
+                  static_cast<const float*>(nullptr), state, slot_stride, nk, nv, dk, dv, tiled, fusion,
+                  static_cast<bf16*>(out));
   INFX_CUDA_CHECK_LAUNCH();
 }
 

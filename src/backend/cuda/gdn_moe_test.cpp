@@ -145,6 +145,119 @@ TEST(CudaGdn, GatedDeltaRuleMappingsDiffer) {
   EXPECT_GT(diff1, 1e-2);
 }
 
+// The decode conv of the product that makes its input (DeltaNet's in_proj_qkv, with in_proj_z beside it
+// in the same launch), which the backend computes in that GEMV: the product, the conv's output and, through
+// the next steps, the conv state against the CPU; after a prefill (unfused), with the norm before the
+// product as the GEMV's prologue or not.
+void CheckConvAfterItsProduct(bool norm_first, uint64_t seed) {
+  Rig rig;
+  const int nk = 2, nv = 4, dk = 64, dv = 64, hidden = 512;
+  const int channels = 2 * nk * dk + nv * dv, kernel = 4;
+  StateSpec spec = LinearSpec(channels, kernel, nk, nv, dk, dv);
+  auto cs = rig.cpu.CreateState(spec);
+  auto gs = rig.gpu.CreateState(spec);
+  const float s_in = 1.0f / std::sqrt(static_cast<float>(hidden));
+  auto w_qkv = rig.Weight(DType::kBF16, {channels, hidden}, Rand(static_cast<size_t>(channels) * hidden, seed, -s_in, s_in));
+  auto w_z = rig.Weight(DType::kBF16, {nv * dv, hidden}, Rand(static_cast<size_t>(nv) * dv * hidden, seed + 1, -s_in, s_in));
+  auto conv_w = rig.Weight(DType::kBF16, {channels, 1, kernel}, Rand(static_cast<size_t>(channels) * kernel, seed + 2, -0.5f, 0.5f));
+  auto norm_w = rig.Weight(DType::kBF16, {hidden}, Rand(hidden, seed + 3, 0.5f, 1.5f));
+  const std::vector<std::vector<std::array<int64_t, 3>>> steps = {
+      {{0, 6, 0}, {1, 2, 0}}, {{0, 1, 6}, {1, 1, 2}}, {{0, 1, 7}}, {{1, 1, 3}, {0, 1, 8}, {2, 1, 0}}};
+  for (size_t i = 0; i < steps.size(); ++i) {
+    BatchLayout layout = MakeLayout(steps[i]);
+    const int64_t n = layout.n_tokens;
+    auto x = rig.Act({n, hidden}, Rand(n * hidden, seed + 10 + i, -2, 2));
+    auto normed = rig.Out({n, hidden});
+    auto mixed = rig.Out({n, channels});
+    auto z = rig.Out({n, nv * dv});
+    auto conv = rig.Out({n, channels});
+    for (bool gpu : {false, true}) {
+      Backend& be = gpu ? static_cast<Backend&>(rig.gpu) : static_cast<Backend&>(rig.cpu);
+      auto pick = [&](const Pair& p) { return gpu ? p.gpu : p.cpu; };
+      Tensor in = pick(x);
+      if (norm_first) {
+        be.RmsNorm(pick(x), pick(norm_w), 1e-6f, true, pick(normed));
+        in = pick(normed);
+      }
+      be.MatMul(in, pick(w_qkv), pick(mixed));
+      be.MatMul(in, pick(w_z), pick(z));
+      be.CausalConv1d(pick(mixed), pick(conv_w), gpu ? *gs : *cs, 1, layout, pick(conv));
+    }
+    cs->Advance(layout);
+    gs->Advance(layout);
+    const std::string what = fmt::format("norm_first={} step {}", norm_first, i);
+    ExpectClose(rig.Gpu(mixed.gpu), Rig::Cpu(mixed.cpu), 4e-3, 1.5e-2, "conv input " + what);
+    ExpectClose(rig.Gpu(z.gpu), Rig::Cpu(z.cpu), 4e-3, 1.5e-2, "the product beside it " + what);
+    ExpectClose(rig.Gpu(conv.gpu), Rig::Cpu(conv.cpu), 6e-3, 2e-2, "conv output " + what);
+  }
+}
+
+TEST(CudaGdn, DecodeConvAfterItsProduct) {
+  INFX_REQUIRE_GPU();
+  CheckConvAfterItsProduct(false, 900);
+  CheckConvAfterItsProduct(true, 950);
+}
+
+// A decode step's gates, delta rule and gated norm, which the backend fuses into one kernel (the gates
+// computed per head inside it, the norm by the last column block of each head): g, beta, the delta rule's
+// output and the normalised output against the CPU, step after step (the state carries on), after a
+// prefill that takes the unfused path; also with the norm not following (the fused kernel without it).
+void CheckDecodeTail(int nk, int nv, int dk, int dv, GdnHeadMapping mapping, uint64_t seed) {
+  Rig rig;
+  StateSpec spec = LinearSpec(2 * nk * dk + nv * dv, 4, nk, nv, dk, dv);
+  auto cs = rig.cpu.CreateState(spec);
+  auto gs = rig.gpu.CreateState(spec);
+  auto a_log = rig.Weight(DType::kBF16, {nv}, Rand(nv, seed, -1, 1));
+  auto dt_bias = rig.Weight(DType::kF32, {nv}, Rand(nv, seed + 1, -1, 1));
+  auto norm_w = rig.Weight(DType::kBF16, {dv}, Rand(dv, seed + 2, 0.5f, 1.5f));
+  const std::vector<std::vector<std::array<int64_t, 3>>> steps = {
+      {{0, 10, 0}, {1, 4, 0}, {2, 40, 0}},  // prefill: unfused
+      {{0, 1, 10}, {1, 1, 4}, {2, 1, 40}},  // decode: fused
+      {{0, 1, 11}, {1, 1, 5}, {2, 1, 41}},
+      {{2, 1, 42}},
+      {{1, 1, 6}, {0, 1, 12}},
+  };
+  for (size_t i = 0; i < steps.size(); ++i) {
+    BatchLayout layout = MakeLayout(steps[i]);
+    const int64_t n = layout.n_tokens;
+    const uint64_t sd = seed + 100 * (i + 1);
+    auto q = rig.Act({n, nk, dk}, Rand(n * nk * dk, sd, -1, 1));
+    auto k = rig.Act({n, nk, dk}, Rand(n * nk * dk, sd + 1, -1, 1));
+    auto v = rig.Act({n, nv, dv}, Rand(n * nv * dv, sd + 2, -2, 2));
+    auto a = rig.Act({n, nv}, Rand(n * nv, sd + 3, -4, 4));
+    auto b = rig.Act({n, nv}, Rand(n * nv, sd + 4, -4, 4));
+    auto z = rig.Act({n * nv, dv}, Rand(n * nv * dv, sd + 5, -3, 3));
+    auto g = rig.Out({n, nv}, DType::kF32);
+    auto beta = rig.Out({n, nv}, DType::kF32);
+    auto core = rig.Out({n, nv, dv});
+    auto normed = rig.Out({n * nv, dv});
+    const bool with_norm = i != 3;
+    for (bool gpu : {false, true}) {
+      Backend& be = gpu ? static_cast<Backend&>(rig.gpu) : static_cast<Backend&>(rig.cpu);
+      auto pick = [&](const Pair& p) { return gpu ? p.gpu : p.cpu; };
+      be.GdnGates(pick(a), pick(b), pick(a_log), pick(dt_bias), pick(g), pick(beta));
+      be.GatedDeltaRule(pick(q), pick(k), pick(v), pick(g), pick(beta), mapping, gpu ? *gs : *cs, 1, layout,
+                        pick(core));
+      if (with_norm) be.GatedRmsNorm(pick(core).Reshaped({n * nv, dv}), pick(z), pick(norm_w), 1e-6f, pick(normed));
+    }
+    cs->Advance(layout);
+    gs->Advance(layout);
+    const std::string what = fmt::format("nk={} nv={} dk={} dv={} step {}", nk, nv, dk, dv, i);
+    ExpectClose(rig.Gpu(g.gpu), Rig::Cpu(g.cpu), 1e-5, 1e-5, "decode tail g " + what);
+    ExpectClose(rig.Gpu(beta.gpu), Rig::Cpu(beta.cpu), 1e-5, 1e-5, "decode tail beta " + what);
+    ExpectClose(rig.Gpu(core.gpu), Rig::Cpu(core.cpu), 5e-3, 2e-2, "decode tail delta rule " + what);
+    if (with_norm) ExpectClose(rig.Gpu(normed.gpu), Rig::Cpu(normed.cpu), 8e-3, 3e-2, "decode tail norm " + what);
+  }
+}
+
+TEST(CudaGdn, DecodeTailFusedMatchesTheOracle) {
+  INFX_REQUIRE_GPU();
+  CheckDecodeTail(16, 32, 128, 128, GdnHeadMapping::kGrouped, 770);  // Qwen3-Next
+  CheckDecodeTail(16, 48, 128, 128, GdnHeadMapping::kTiled, 780);    // Qwen3.5-35B-A3B-like, llama.cpp order
+  CheckDecodeTail(2, 4, 16, 16, GdnHeadMapping::kGrouped, 790);      // one column block per head
+  CheckDecodeTail(2, 4, 64, 96, GdnHeadMapping::kGrouped, 800);      // a partial column block
+}
+
 TEST(CudaMoe, RoutingMatchesTheOracle) {
   INFX_REQUIRE_GPU();
   Rig rig;

@@ -27,6 +27,7 @@
 // first weight loads overlap, instead of a pass over the input in every block of the next GEMV (or a
 // kernel of its own). The next GEMV then reads x as it is.
 #include "backend/cuda/gemv_epilogue.cuh"
+#include "backend/cuda/moe_routing.cuh"
 
 namespace infernix::cuda {
 namespace {
@@ -112,11 +113,50 @@ __device__ void StageNormedX(const GemvPrologue& pro, int n, int k, bf16* xs) {
   if (threadIdx.x == 0) *pro.counter = 0;
 }
 
+// GemvRouting: called by every block once its tiles are done; the last block to get here routes the tokens.
+__device__ void FinishRouting(const GemvBatch& p, const GemvRouting& r) {
+  __shared__ int elected;
+  __threadfence();  // this block's logits are visible before it counts itself in
+  __syncthreads();
+  if (threadIdx.x == 0) elected = atomicAdd(r.counter, 1) == static_cast<int>(gridDim.x) - 1;
+  __syncthreads();
+  if (!elected) return;
+  __threadfence();
+  const int token = static_cast<int>(threadIdx.x >> 5), n_experts = static_cast<int>(p.seg[0].rows);
+  if (token < p.n)
+    RouteTokenUpTo512(static_cast<const float*>(p.seg[0].out) + static_cast<int64_t>(token) * n_experts, n_experts,
+                      r.top_k, r.normalize, r.weights + token * r.top_k, r.ids + token * r.top_k,
+                      static_cast<int>(threadIdx.x & 31));
+  if (threadIdx.x == 0) *r.counter = 0;
+}
+
+// GemvConv: element (token, c) of the conv's input, x as stored (bf16), into the conv's output; the token's
+// slot's window advances by one.
+__device__ __forceinline__ void ConvStep(const GemvConv& cv, int64_t token, int64_t c, int64_t channels, float x) {
+  const int slot = cv.layout.seq_info[cv.layout.token_seq[token] * 4];
+  float* st = cv.state + slot * cv.slot_stride + c;  // [kernel - 1][channels]
+  const int keep = cv.kernel - 1;
+  float win[kGemvConvMaxKernel];
+  float acc = 0.0f;
+#pragma unroll
+  for (int j = 0; j < kGemvConvMaxKernel - 1; ++j) {
+    win[j] = j < keep ? st[j * channels] : 0.0f;
+    if (j < keep) acc += LoadF(cv.w, cv.w_dtype, c * cv.kernel + j) * win[j];
+  }
+  acc += LoadF(cv.w, cv.w_dtype, c * cv.kernel + keep) * x;
+  static_cast<bf16*>(cv.out)[token * channels + c] = __float2bfloat16_rn(SiluF(acc));
+#pragma unroll
+  for (int j = 0; j < kGemvConvMaxKernel - 1; ++j)
+    if (j < keep) st[j * channels] = j + 1 < keep ? win[j + 1] : x;
+}
+
 // kTiles: tiles of 8 tokens (1: n <= 8, 2: n <= 16); kUnroll: steps of weight loads in flight per thread;
-// kX: where x comes from (GemvXKind). A block takes work items blockIdx.x, + gridDim.x, ...: a tile, or
-// with the SiLU epilogue a pair of tiles (i: gate, i + items: up).
-template <int kTiles, int kUnroll, int kX>
-__global__ void __launch_bounds__(32 * kWarps) GemvKernel(GemvBatch p) {
+// kX: where x comes from (GemvXKind); kTail: what follows in the same launch (GemvTailKind; `tail` is
+// unused without one). A block takes work items blockIdx.x, + gridDim.x, ...: a tile, or with the SiLU
+// epilogue a pair of tiles (i: gate, i + items: up).
+enum GemvTailKind : int { kTailNone = 0, kTailRoute = 1, kTailConv = 2 };
+template <int kTiles, int kUnroll, int kX, int kTail>
+__global__ void __launch_bounds__(32 * kWarps, kTail == kTailConv ? 2 : 0) GemvKernel(GemvBatch p, GemvTail tail) {
   extern __shared__ __align__(16) uint8_t smem[];  // kGemvXNorm: the normalised rows
   AllowDependentLaunch();                          // the next kernel may get ready; it waits for this one's results
   int64_t total_tiles = 0;
@@ -225,6 +265,9 @@ __global__ void __launch_bounds__(32 * kWarps) GemvKernel(GemvBatch p) {
           const int64_t i = token * rows + row;
           if (!paired) {
             h = StoreGemvSum(p.res, sg, i, sum);
+            if constexpr (kTail == kTailConv) {
+              if (tile < (p.seg[0].rows + 15) / 16) ConvStep(tail.conv, token, row, rows, RoundBf16(sum));
+            }
           } else {  // gate, then up
             StoreGateUpPair(half != 0, sg.out, p.silu_out, i, sum, gate);
           }
@@ -235,16 +278,21 @@ __global__ void __launch_bounds__(32 * kWarps) GemvKernel(GemvBatch p) {
       if (p.res.norm_out != nullptr) WriteTileSquares(p.res, static_cast<int>(n), rows, local, tile_ss);
     }
   if (p.res.norm_out != nullptr) FinishResidualNorm(p.res, static_cast<int>(n), static_cast<int>(p.seg[0].rows));
+  if constexpr (kTail == kTailRoute) FinishRouting(p, tail.route);
 }
 
-template <int kTiles, int kUnroll, int kX>
-void Launch(cudaStream_t s, const GemvBatch& batch, int64_t tiles) {
+
+template <int kTiles, int kUnroll, int kX, int kTail = kTailNone>
+void Launch(cudaStream_t s, const GemvBatch& batch, int64_t tiles, const GemvTail& tail = {}) {
   const size_t smem = kX == kGemvXNorm ? GemvNormSmemBytes(batch.n, batch.k) : 0;
   // With the norm, as many blocks as fit (each computes the normalised rows once); else a block per tile.
   const int64_t items = batch.silu_out != nullptr ? tiles / 2 : tiles;
-  const unsigned grid = kX == kGemvXNorm ? PersistentBlocks(GemvKernel<kTiles, kUnroll, kX>, 32 * kWarps, smem, items)
-                                         : static_cast<unsigned>(items);
-  LaunchDependent(GemvKernel<kTiles, kUnroll, kX>, dim3(grid), dim3(32 * kWarps), smem, s, batch);
+  auto launch = [&](auto kernel) {
+    const unsigned grid =
+        kX == kGemvXNorm ? PersistentBlocks(kernel, 32 * kWarps, smem, items) : static_cast<unsigned>(items);
+    LaunchDependent(kernel, dim3(grid), dim3(32 * kWarps), smem, s, batch, tail);
+  };
+  launch(GemvKernel<kTiles, kUnroll, kX, kTail>);
 }
 
 }  // namespace
@@ -253,12 +301,16 @@ size_t GemvNormSmemBytes(int64_t n, int64_t k) { return static_cast<size_t>(n * 
 
 void ConfigureGemv(size_t max_smem_optin) {
   cudaFuncAttributes attr{};
-  INFX_CUDA_CHECK(cudaFuncGetAttributes(&attr, GemvKernel<1, 8, kGemvXNorm>));
-  INFX_CUDA_CHECK(cudaFuncSetAttribute(GemvKernel<1, 8, kGemvXNorm>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       static_cast<int>(max_smem_optin - attr.sharedSizeBytes)));
+  for (auto kernel : {GemvKernel<1, 8, kGemvXNorm, kTailNone>, GemvKernel<1, 8, kGemvXNorm, kTailConv>}) {
+    INFX_CUDA_CHECK(cudaFuncGetAttributes(&attr, kernel));
+    INFX_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         static_cast<int>(max_smem_optin - attr.sharedSizeBytes)));
+  }
 }
 
-void LaunchGemv(cudaStream_t s, GemvBatch batch) {
+void LaunchGemv(cudaStream_t s, GemvBatch batch) { LaunchGemvWithTail(s, batch, GemvTail{}); }
+
+void LaunchGemvWithTail(cudaStream_t s, GemvBatch batch, GemvTail tail) {
   int64_t tiles = 0;
   for (int i = 0; i < batch.n_segments; ++i) tiles += (batch.seg[i].rows + 15) / 16;
   if (tiles == 0 || batch.n == 0) return;
@@ -266,7 +318,24 @@ void LaunchGemv(cudaStream_t s, GemvBatch batch) {
     INFX_CHECK(batch.n_segments == 2 && batch.seg[0].rows == batch.seg[1].rows && batch.seg[0].out_dtype == kBF16 &&
                batch.seg[1].out_dtype == kBF16);
   CheckGemvResidual(batch);
-  if (batch.pro.kind == kGemvXNorm) {
+  const GemvRouting& route = tail.route;
+  if (route.ids != nullptr) {
+    INFX_CHECK(batch.pro.kind == kGemvXPlain && batch.silu_out == nullptr && batch.res.out == nullptr &&
+               batch.n <= kGemvNormMaxTokens && batch.seg[0].out_dtype == kF32 &&
+               batch.seg[0].rows <= kGemvRoutingMaxExperts && route.counter != nullptr && route.top_k >= 1 &&
+               route.top_k <= kRouteMaxTopK && route.top_k <= batch.seg[0].rows && tail.conv.out == nullptr);
+    Launch<1, 8, kGemvXPlain, kTailRoute>(s, batch, tiles, tail);
+  } else if (tail.conv.out != nullptr) {
+    INFX_CHECK(batch.silu_out == nullptr && batch.res.out == nullptr && batch.n <= kGemvNormMaxTokens &&
+               batch.seg[0].out_dtype == kBF16 && tail.conv.kernel >= 1 && tail.conv.kernel <= kGemvConvMaxKernel &&
+               tail.conv.layout.max_seq_tokens == 1 && tail.conv.layout.n_tokens == batch.n);
+    if (batch.pro.kind == kGemvXNorm) {
+      INFX_CHECK(batch.pro.counter != nullptr);
+      Launch<1, 8, kGemvXNorm, kTailConv>(s, batch, tiles, tail);
+    } else {
+      Launch<1, 8, kGemvXPlain, kTailConv>(s, batch, tiles, tail);
+    }
+  } else if (batch.pro.kind == kGemvXNorm) {
     INFX_CHECK(batch.n <= kGemvNormMaxTokens && batch.pro.counter != nullptr);
     Launch<1, 8, kGemvXNorm>(s, batch, tiles);
   } else if (batch.n <= 8) {

@@ -45,7 +45,9 @@ struct KvCacheView {
 };
 
 // ---- copies (copy.cu) ----
-void LaunchMemcpy(cudaStream_t s, void* dst, const void* src, size_t bytes);  // any direction
+void LaunchMemcpy(cudaStream_t s, void* dst, const void* src, size_t bytes);
+// dst [n] bf16 = src [n] (f32 / f16 / bf16) rounded (copy.cu).
+void LaunchToBf16(cudaStream_t s, const void* src, int src_dtype, void* dst, int64_t n);  // any direction
 void LaunchMemset(cudaStream_t s, void* dst, size_t bytes);                   // zeros
 // dst rows of width_bytes, from src rows: a strided 2-D copy (SliceColumns).
 void LaunchCopy2D(cudaStream_t s, void* dst, size_t dst_pitch, const void* src, size_t src_pitch, size_t width_bytes,
@@ -167,7 +169,40 @@ struct GemvBatch {
   GemvResidual res;
 };
 constexpr int kGemvMaxTokens = 16;
+// The MoE routing of the router's logits fused into its decode GEMV (bf16, plain x, no epilogue): with ids
+// set, segment 0's output (f32 logits [n, n_experts], n <= kGemvNormMaxTokens, n_experts <=
+// kGemvRoutingMaxExperts) is routed as MoeRouting says by the last block to finish, elected through
+// `counter` (a device int, zero at launch, which it resets), a warp per token.
+constexpr int kGemvRoutingMaxExperts = 512;
+struct GemvRouting {
+  float* weights = nullptr;  // [n, top_k]
+  int32_t* ids = nullptr;    // [n, top_k]
+  int32_t* counter = nullptr;
+  int32_t top_k = 0, normalize = 0;
+};
+// The decode conv1d of Gated DeltaNet fused into the GEMV that makes its input (segment 0's output, bf16
+// [n, channels]; n <= kGemvNormMaxTokens tokens, each its own sequence: layout.max_seq_tokens == 1): with
+// out set, the thread that stores element (token, channel) of the product also computes CausalConv1d's
+// output there (out bf16 [n, channels]) from the sequence's conv state (f32 [kernel - 1, channels] per
+// slot, slot_stride floats apart, oldest first), which it advances. w: [channels, kernel] of w_dtype.
+constexpr int kGemvConvMaxKernel = 8;
+struct GemvConv {
+  DeviceLayout layout{};
+  const void* w = nullptr;
+  float* state = nullptr;
+  void* out = nullptr;
+  int64_t slot_stride = 0;
+  int32_t w_dtype = kBF16, kernel = 0;
+};
+// What may follow a decode GEMV in the same launch: the routing or the conv (at most one).
+struct GemvTail {
+  GemvRouting route;
+  GemvConv conv;
+};
 void LaunchGemv(cudaStream_t s, GemvBatch batch);
+// The same with a tail (the routing or the conv); a launcher of its own, so that the GEMVs without one keep
+// their recorded arguments (a unit's key) as small as before.
+void LaunchGemvWithTail(cudaStream_t s, GemvBatch batch, GemvTail tail);
 // Once per device: lets the fused-norm GEMV use up to max_smem_optin bytes of shared memory.
 void ConfigureGemv(size_t max_smem_optin);
 // The same with block-quantized weights on tensor cores (quant_gemv_mma.cu): n <= kQuantGemvMaxTokens,
@@ -183,6 +218,12 @@ void ConfigureQuantGemvMma(size_t max_smem_optin);
 // Any dtypes, tiled on CUDA cores: the fallback for f32/f16 weights and odd shapes (gemm_simt.cu).
 void LaunchGemmSimt(cudaStream_t s, const void* x, int x_dtype, const void* w, int w_dtype, void* out, int out_dtype,
                     int64_t n, int64_t m, int64_t k);
+// The decode GEMV of f32 or f16 weights on CUDA cores (gemm_simt.cu): out [n, m] (bf16 or f32) = x [n, k] bf16 @
+// w [m, k]^T in f32, n <= kFloatGemvMaxTokens, k % 8 == 0, x and w 16-byte aligned (FloatGemvFits).
+constexpr int kFloatGemvMaxTokens = 8;
+bool FloatGemvFits(int w_dtype, int x_dtype, int64_t n, int64_t k, const void* x, const void* w);
+void LaunchGemvFloat(cudaStream_t s, const void* x, const void* w, int w_dtype, void* out, int out_dtype, int64_t n,
+                     int64_t m, int64_t k);
 
 // ---- attention (kv_cache.cu, attention_decode.cu, attention_prefill.cu) ----
 // Writes k, v [n_tokens, n_kv_heads, head_dim] (act dtype bf16) into the cache at each token's position.
@@ -226,9 +267,10 @@ struct DecodeMmaResidency {
 DecodeMmaResidency AttentionDecodeMmaResidency();
 void LaunchAttentionDecodeMma(cudaStream_t s, DeviceLayout layout, KvCacheView kv, const void* q, int32_t n_heads,
                               float scale, int32_t n_splits, float* ws_o, float* ws_ml, void* direct_out);
-// out [n_tokens, n_heads, head_dim] (bf16) from the partial results.
+// out [n_tokens, n_heads, head_dim] (bf16) from the partial results; with gate (bf16, out's shape) set, out *
+// sigmoid(gate) (the gated attention's output gate, SigmoidMul's rounding).
 void LaunchAttentionCombine(cudaStream_t s, int32_t n_tokens, int32_t n_heads, int32_t head_dim, int32_t n_splits,
-                            const float* ws_o, const float* ws_ml, void* out);
+                            const float* ws_o, const float* ws_ml, const void* gate, void* out);
 // Flash attention over query tiles (layout.tiles), tensor cores; head_dim % 8 == 0 and <= 256.
 void LaunchAttentionFlash(cudaStream_t s, DeviceLayout layout, KvCacheView kv, const void* q, int32_t n_heads,
                           float scale, void* out);
@@ -281,6 +323,34 @@ void LaunchGatedDeltaRuleChunked(cudaStream_t s, DeviceLayout layout, const void
                                  int32_t nv, int32_t dk, int32_t dv, int32_t tiled, GdnChunkScratch ws, void* out);
 // Raises the chunked kernels' dynamic shared-memory limits (once per device, before use).
 void ConfigureGdnKernels(size_t max_smem_optin);
+// Decode of Gated DeltaNet with the ops around the delta rule fused in (gdn.cu): one token per sequence,
+// dk <= 128. The gates (GdnGates of a, b [n, nv] bf16 with a_log, dt_bias; g and beta are still written),
+// then the recurrent delta rule (LaunchGatedDeltaRule's kernel, out = its output, bf16), then with norm_out
+// set the gated RMSNorm of each head's dv outputs (GatedRmsNorm with z [n, nv, dv] and weight norm_w [dv]):
+// ss (floats) and counter (ints, zero at launch; left at zero) hold n * nv * ceil(dv / 32) and n * nv
+// entries, at most kGdnFusedMaxRows rows (sequence, head).
+struct GdnDecodeFusion {
+  const void* a = nullptr;
+  const void* b = nullptr;
+  const void* a_log = nullptr;
+  const void* dt_bias = nullptr;
+  float* g = nullptr;
+  float* beta = nullptr;
+  const void* z = nullptr;
+  const void* norm_w = nullptr;
+  void* norm_out = nullptr;
+  float* ss = nullptr;
+  int32_t* counter = nullptr;
+  int32_t a_log_dtype = kF32, dt_bias_dtype = kF32, norm_w_dtype = kF32;
+  float eps = 0;
+};
+constexpr int64_t kGdnFusedMaxRows = 4096;
+inline bool GdnDecodeFusionFits(int64_t n_seqs, int64_t max_seq_tokens, int64_t nv, int64_t dk, int64_t dv) {
+  return max_seq_tokens == 1 && dk <= 128 && dv <= 1024 && n_seqs * nv <= kGdnFusedMaxRows;
+}
+void LaunchGatedDeltaRuleDecode(cudaStream_t s, DeviceLayout layout, const void* q, const void* k, const void* v,
+                                float* state, int64_t slot_stride, int32_t nk, int32_t nv, int32_t dk, int32_t dv,
+                                int32_t tiled, GdnDecodeFusion fusion, void* out);
 
 // ---- mixture of experts (moe.cu) ----
 void LaunchMoeRouting(cudaStream_t s, const float* logits, int64_t n, int32_t n_experts, int32_t top_k,
@@ -292,7 +362,8 @@ struct ExpertTable {
   const void* const* down = nullptr;
   int32_t dtype = kBF16, n_experts = 0;
   int64_t inter = 0, hidden = 0;
-  int32_t aligned16 = 0, unused = 0;  // every expert's weights start 16-byte aligned
+  int32_t aligned16 = 0;  // every expert's weights start 16-byte aligned
+  int32_t shared = 0;     // entry n_experts of the arrays is the layer's shared expert (same shapes and dtype)
 };
 // act: scratch f32 [n, top_k, inter]. x, out act bf16 [n, hidden]. Float expert weights (moe.cu).
 void LaunchMoeExperts(cudaStream_t s, const void* x, const float* weights, const int32_t* ids, int64_t n,
@@ -307,21 +378,27 @@ void LaunchMoeGrouped(cudaStream_t s, const void* x, const float* weights, const
                       int32_t top_k, ExpertTable experts, void* scratch, void* out);
 // The same for block-quantized expert weights of a type QuantTypeSupported accepts (moe_quant.cu): on
 // tensor cores (x and act rounded to int8 blocks for the integer types) up to kQuantGemvMaxTokens tokens
-// when the shapes and max_smem_optin allow, else in f32.
-void LaunchQuantMoeExperts(cudaStream_t s, const void* x, const float* weights, const int32_t* ids, int64_t n,
-                           int32_t top_k, ExpertTable experts, float* act, void* out, size_t max_smem_optin);
-// bf16 experts on the same tensor-core kernels (up to kBf16MoeMmaMaxTokens tokens; hidden and
-// intermediate sizes multiples of 256, 16-byte aligned weights). act: bf16 [n * top_k, inter] scratch.
-// The limit is measured: they read each (token, expert) pair's weights on their own, which beats the
-// f32 kernels at 1 token (Qwen3-30B-A3B bf16 decode 5.82 -> 4.84 ms on an H200) but not at 8 (11.88
-// -> 15.22 ms), where the f32 kernels' blocks of one expert meet in L2; step times interpolated
-// linearly cross at 2.6 tokens.
-constexpr int kBf16MoeMmaMaxTokens = 2;
-bool Bf16MoeMmaFits(int64_t n, int32_t top_k, const ExpertTable& ex, size_t max_smem_optin);
-void LaunchBf16MoeMma(cudaStream_t s, const void* x, const float* weights, const int32_t* ids, int64_t n,
-                      int32_t top_k, ExpertTable ex, void* act, void* out);
+// when the shapes and max_smem_optin allow, else in f32. With shared_logit (f32 [n]) the table's shared
+// expert (ex.shared) runs in the same kernels as every token's last slot, weight sigmoid(shared_logit):
+// only where QuantMoeSharedFits (tensor cores; act then holds n * (top_k + 1) rows).
+bool QuantMoeSharedFits(int64_t n, int32_t top_k, const ExpertTable& ex, size_t max_smem_optin);
+void LaunchQuantMoeExperts(cudaStream_t s, const void* x, const float* weights, const int32_t* ids,
+                           const float* shared_logit, int64_t n, int32_t top_k, ExpertTable experts, float* act,
+                           void* out, size_t max_smem_optin);
 // Raises the tensor-core expert kernels' dynamic shared-memory limit (once per device, before use).
 void ConfigureQuantMoeMma(size_t max_smem_optin);
+// bf16 or FP8 (f8_e4m3_b128) experts of up to kMoeGemvMaxTokens tokens as weight-streaming tensor-core
+// products (moe_gemv.cu), with the shared expert folded in when shared_logit (f32 [n], its gate logits) is
+// set (the table's entry n_experts; ex.shared). act: bf16 scratch [n, top_k (+ 1), inter]. MoeGemvFits:
+// 16-byte aligned weights, hidden and inter multiples of 32 (FP8: 128), top_k (+ 1) <= kMoeGemvMaxSlots.
+// res: the residual add after
+// the experts (and the norm of the sum) as the down kernel's epilogue, as GemvResidual says for the GEMV
+// (out is the product), or none (res.out null).
+constexpr int kMoeGemvMaxTokens = 8;
+constexpr int kMoeGemvMaxSlots = 33;
+bool MoeGemvFits(int64_t n, int32_t top_k, bool shared, const ExpertTable& ex);
+void LaunchMoeGemv(cudaStream_t s, const void* x, const float* weights, const int32_t* ids, const float* shared_logit,
+                   int64_t n, int32_t top_k, ExpertTable ex, void* act, void* out, GemvResidual res);
 
 // ---- sampling-side reductions (sampling.cu); logits f32 [rows, cols] ----
 void LaunchArgmaxRows(cudaStream_t s, const float* logits, int64_t rows, int64_t cols, int32_t* ids);

@@ -3,82 +3,23 @@
 // a token's experts are read once per token (grouped expert GEMMs are the next step).
 #include <cmath>
 
-#include "backend/cuda/device_util.cuh"
+#include "backend/cuda/moe_routing.cuh"
 
 namespace infernix::cuda {
 namespace {
 
-constexpr int kMaxTopK = 32;  // also: lane j of the routing warp writes choice j
+constexpr int kMaxTopK = kRouteMaxTopK;
 
-// Softmax top-k routing, a warp per token with the token's probabilities in registers (lane l holds
-// experts l, l + 32, ...): each of the top_k rounds is a local pass over kPer values and one warp
-// reduction; ties go to the lower expert id, as the CPU's stable sort does.
+// Softmax top-k routing, a warp per token with the token's probabilities in registers (moe_routing.cuh).
 template <int kPer>
 __global__ void MoeRoutingRegKernel(const float* logits, int64_t n, int n_experts, int top_k, int normalize,
                                     float* weights, int32_t* ids) {
   AllowDependentLaunch();
   WaitForPrevious();
   const int64_t t = static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) + (threadIdx.x >> 5);
-  const int lane = threadIdx.x & 31;
   if (t >= n) return;
-  const float* l = logits + t * n_experts;
-  float p[kPer];
-  float mx = -INFINITY;
-#pragma unroll
-  for (int i = 0; i < kPer; ++i) {
-    const int e = lane + 32 * i;
-    p[i] = e < n_experts ? l[e] : -INFINITY;
-    mx = fmaxf(mx, p[i]);
-  }
-  mx = WarpMax(mx);
-  float sum = 0;
-#pragma unroll
-  for (int i = 0; i < kPer; ++i) {
-    p[i] = lane + 32 * i < n_experts ? expf(p[i] - mx) : -1.0f;  // -1: never chosen (p >= 0)
-    sum += fmaxf(p[i], 0.0f);
-  }
-  const float inv = 1.0f / WarpSum(sum);
-#pragma unroll
-  for (int i = 0; i < kPer; ++i) p[i] = p[i] >= 0.0f ? p[i] * inv : -1.0f;
-  float chosen_sum = 0, my_p = 0;
-  int my_id = 0;
-#pragma unroll 1
-  for (int j = 0; j < top_k; ++j) {
-    float best = -1.0f;
-    int best_i = 0;
-#pragma unroll
-    for (int i = 0; i < kPer; ++i) {
-      if (p[i] > best) {  // strict: the lowest index among this lane's ties
-        best = p[i];
-        best_i = i;
-      }
-    }
-    int best_id = best >= 0.0f ? lane + 32 * best_i : n_experts;
-#pragma unroll
-    for (int off = 16; off > 0; off >>= 1) {
-      const float ob = __shfl_xor_sync(0xffffffffu, best, off);
-      const int oi = __shfl_xor_sync(0xffffffffu, best_id, off);
-      if (ob > best || (ob == best && oi < best_id)) {
-        best = ob;
-        best_id = oi;
-      }
-    }
-    if (best_id >= n_experts) best_id = j;  // no finite probability left (NaN logits): keep ids in range
-    if ((best_id & 31) == lane) {
-#pragma unroll
-      for (int i = 0; i < kPer; ++i)
-        if (i == best_id >> 5) p[i] = -1.0f;
-    }
-    chosen_sum += fmaxf(best, 0.0f);
-    if (lane == j) {
-      my_p = fmaxf(best, 0.0f);
-      my_id = best_id;
-    }
-  }
-  if (lane < top_k) {
-    weights[t * top_k + lane] = normalize ? (chosen_sum > 0.0f ? my_p / chosen_sum : 0.0f) : my_p;
-    ids[t * top_k + lane] = my_id;
-  }
+  RouteToken<kPer>(logits + t * n_experts, n_experts, top_k, normalize, weights + t * top_k, ids + t * top_k,
+                   static_cast<int>(threadIdx.x & 31));
 }
 
 // The same for more experts than the register version holds: probabilities recomputed each round.

@@ -1,7 +1,7 @@
 // CPU-vs-CUDA tests of MoeExperts by batch size: the grouped expert GEMMs (moe_grouped.cu) for many
 // tokens (tile boundaries: groups of 1 to a few hundred pairs, experts no token chose, partial column
 // tiles, every pair routed to one expert; bf16 and block-quantized experts), and bf16 experts for a
-// few tokens (the tensor-core kernels of moe_quant.cu up to kBf16MoeMmaMaxTokens, the f32 ones above).
+// few tokens (moe_gemv.cu's GEMVs up to 8, the f32 kernels of moe.cu above).
 #include <algorithm>
 
 #include <fmt/format.h>

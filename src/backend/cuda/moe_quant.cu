@@ -7,8 +7,7 @@
 //    output rows of one token and runs through its top_k experts' down rows, each chunk's sum scaled by
 //    the routing weight, so the weighted sum needs no further pass;
 //  - else a warp per row dotting each quantized row (quant_blocks.cuh) in f32.
-// bf16 experts take the same tensor-core kernels for 1-2 tokens (LaunchBf16MoeMma, kBf16MoeMmaMaxTokens;
-// chunks of 256 bf16 values, bf16 mma with x as is).
+// (FP8 and bf16 experts of up to 8 tokens take moe_gemv.cu's GEMVs instead, where their shapes allow.)
 #include "backend/cuda/quant_mma.cuh"
 
 namespace infernix::cuda {
@@ -70,25 +69,48 @@ void Run(cudaStream_t s, const void* x, const float* weights, const int32_t* ids
 // ---- tensor cores ----
 
 struct MoeMmaArgs {
-  const bf16* x;         // [n, hidden] (gate/up) or act [n * top_k, inter] (down)
+  const bf16* x;         // [n, hidden] (gate/up) or act [n * slots, inter] (down)
   const float* weights;  // [n, top_k]
   const int32_t* ids;    // [n, top_k]
   int32_t n, top_k;
   ExpertTable ex;
-  bf16* out;  // act [n * top_k, inter] (gate/up) or [n, hidden] (down)
+  bf16* out;  // act [n * S, inter] (gate/up) or [n, hidden] (down)
+};
+// The shared expert beside the routed ones (kShared): a kernel argument of its own, so that the kernels
+// without it compile as they did.
+struct MoeMmaShared {
+  const float* logit = nullptr;  // [n], the shared expert's gate logits
+  int32_t slots = 0;             // S: top_k + 1
 };
 
-// kDown false: tiles (slot = token * top_k + j, 16 rows of inter); a warp's items are (gate | up, chunk of
+// Slot (token t, j) of a token's experts: j < top_k its routed ones, j = top_k the shared expert (the
+// table's entry n_experts), whose weight is sigmoid(sh.logit[t]).
+template <bool kShared>
+__device__ __forceinline__ int SlotExpert(const MoeMmaArgs& a, const MoeMmaShared& sh, int slot) {
+  if constexpr (!kShared) return a.ids[slot];
+  const int t = slot / sh.slots, j = slot - t * sh.slots;
+  return j < a.top_k ? a.ids[t * a.top_k + j] : a.ex.n_experts;
+}
+template <bool kShared>
+__device__ __forceinline__ float SlotFactor(const MoeMmaArgs& a, const MoeMmaShared& sh, int slot) {
+  if constexpr (!kShared) return a.weights[slot];
+  const int t = slot / sh.slots, j = slot - t * sh.slots;
+  return j < a.top_k ? a.weights[t * a.top_k + j] : SigmoidF(sh.logit[t]);
+}
+
+// kDown false: tiles (slot = token * S + j, 16 rows of inter); a warp's items are (gate | up, chunk of
 // hidden); writes act = silu(gate) * up. kDown true: tiles (token, 16 rows of hidden); items (j, chunk of
-// inter) over the token's top_k experts, scaled by their routing weights; writes out.
-template <int T, bool kDown>
-__global__ void __launch_bounds__(32 * qmma::kWarps) MoeMmaKernel(MoeMmaArgs a) {
+// inter) over the token's S experts, scaled by their routing weights; writes out. S = top_k, or with
+// kShared top_k + 1 (the shared expert as the last slot: SlotExpert).
+template <int T, bool kDown, bool kShared>
+__global__ void __launch_bounds__(32 * qmma::kWarps) MoeMmaKernel(MoeMmaArgs a, MoeMmaShared sh) {
   using namespace qmma;  // NOLINT: the building blocks of this kernel family
   extern __shared__ __align__(16) uint8_t smem[];
   AllowDependentLaunch();
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   constexpr int kCb = ChunkBytes<T>(), kW = StageWords<T>(), kStages = Stages<T>(), kG = GroupValues<T>();
-  const int inter = static_cast<int>(a.ex.inter), hidden = static_cast<int>(a.ex.hidden), top_k = a.top_k;
+  const int inter = static_cast<int>(a.ex.inter), hidden = static_cast<int>(a.ex.hidden);
+  const int top_k = kShared ? sh.slots : a.top_k;  // experts per token
   const int k = kDown ? inter : hidden, rows = kDown ? hidden : inter;  // of the products
   const int chunks = k / kChunk, row_tiles = (rows + 15) / 16;
   const size_t row_bytes = static_cast<size_t>(chunks) * kCb;
@@ -116,7 +138,7 @@ __global__ void __launch_bounds__(32 * qmma::kWarps) MoeMmaKernel(MoeMmaArgs a) 
   auto issue = [&](int it, int b) {
     if (it < items) {
       const Item m = item(it);
-      const int e = a.ids[m.slot];
+      const int e = SlotExpert<kShared>(a, sh, m.slot);
       const void* const* table = kDown ? a.ex.down : (m.part == 0 ? a.ex.gate : a.ex.up);
       StageChunk<T>(stage + b * 16 * kW * 16, static_cast<const uint8_t*>(table[e]), (m.tile % row_tiles) * 16, rows,
                     row_bytes, m.c, lane);
@@ -147,7 +169,7 @@ __global__ void __launch_bounds__(32 * qmma::kWarps) MoeMmaKernel(MoeMmaArgs a) 
       __syncwarp();
       const Item m = item(it);
       const int xr = kDown ? m.slot : m.slot / top_k;  // the activation row
-      const float factor = kDown ? a.weights[m.slot] : 1.0f;
+      const float factor = kDown ? SlotFactor<kShared>(a, sh, m.slot) : 1.0f;
       const uint8_t* rows16 = stage + b * 16 * kW * 16 + ((m.c * kCb) & 15);
       const int k0 = m.c * kChunk;
       float* ac = acc[kDown ? 0 : m.part];
@@ -155,8 +177,6 @@ __global__ void __launch_bounds__(32 * qmma::kWarps) MoeMmaKernel(MoeMmaArgs a) 
         const float2* xr_s = xs + xr * (k / kG) + k0 / kG;
         ChunkProductInt1<T>(rows16, reinterpret_cast<float*>(table), xq + xr * XqStride(k) + k0, xr_s, factor, lane,
                             ac);
-      } else if constexpr (T == kBF16) {
-        ChunkProductBf16(rows16, a.x + static_cast<int64_t>(xr) * k + k0, factor, lane, ac);
       } else {
         ChunkProductF8<false>(rows16, a.x + static_cast<int64_t>(xr) * k + k0, factor, lane, ac);
       }
@@ -186,20 +206,22 @@ __global__ void __launch_bounds__(32 * qmma::kWarps) MoeMmaKernel(MoeMmaArgs a) 
   }
 }
 
-template <int T, bool kDown>
+template <int T>
 size_t MoeMmaSmem(int64_t x_rows, int64_t k) {
   return qmma::StageBytes<T>() + (qmma::IsIntType<T>() ? qmma::ActBytes<T>(x_rows, k) : 0);
 }
 
-template <int T, bool kDown>
-void LaunchMoeMma(cudaStream_t s, const MoeMmaArgs& a, int64_t tiles, int64_t x_rows, int64_t k) {
-  const size_t smem = MoeMmaSmem<T, kDown>(x_rows, k);
-  LaunchDependent(MoeMmaKernel<T, kDown>, PersistentBlocks(MoeMmaKernel<T, kDown>, 32 * qmma::kWarps, smem, tiles),
-                  32 * qmma::kWarps, smem, s, a);
+template <int T, bool kDown, bool kShared>
+void LaunchMoeMma(cudaStream_t s, const MoeMmaArgs& a, const MoeMmaShared& sh, int64_t tiles, int64_t x_rows,
+                  int64_t k) {
+  const size_t smem = MoeMmaSmem<T>(x_rows, k);
+  const auto kernel = MoeMmaKernel<T, kDown, kShared>;
+  LaunchDependent(kernel, PersistentBlocks(kernel, 32 * qmma::kWarps, smem, tiles), 32 * qmma::kWarps, smem, s, a, sh);
   INFX_CUDA_CHECK_LAUNCH();
 }
 
-// Whether the tensor-core kernels take these experts (shapes, alignment, shared memory).
+// Whether the tensor-core kernels take these experts (shapes, alignment, shared memory); top_k: the
+// experts per token (with a shared expert, one more than the routed ones).
 template <int T>
 bool MoeMmaFits(int64_t n, int32_t top_k, const ExpertTable& ex, size_t max_smem_optin) {
   using namespace qmma;  // NOLINT
@@ -208,19 +230,26 @@ bool MoeMmaFits(int64_t n, int32_t top_k, const ExpertTable& ex, size_t max_smem
            x_rows * k < (int64_t{1} << 30);
   };
   return n >= 1 && n <= kQuantGemvMaxTokens && ex.aligned16 != 0 &&
-         fits(ex.hidden, n, MoeMmaSmem<T, false>(n, ex.hidden)) &&
-         fits(ex.inter, n * top_k, MoeMmaSmem<T, true>(n * top_k, ex.inter));
+         fits(ex.hidden, n, MoeMmaSmem<T>(n, ex.hidden)) && fits(ex.inter, n * top_k, MoeMmaSmem<T>(n * top_k, ex.inter));
 }
 
-// Both kernels: act (bf16 [n * top_k, inter]) = silu(gate x) * (up x), then out = sum_j w_j down act.
+// Both kernels: act (bf16 [n * S, inter]) = silu(gate x) * (up x), then out = sum_j w_j down act; with
+// shared_logit, S = top_k + 1 and the shared expert (table entry n_experts) is every token's last slot.
 template <int T>
-void LaunchMoeMmaPair(cudaStream_t s, const void* x, const float* weights, const int32_t* ids, int64_t n, int32_t top_k,
-                      const ExpertTable& ex, bf16* act, void* out) {
-  const int32_t nn = static_cast<int32_t>(n);
-  LaunchMoeMma<T, false>(s, MoeMmaArgs{static_cast<const bf16*>(x), weights, ids, nn, top_k, ex, act},
-                         n * top_k * ((ex.inter + 15) / 16), n, ex.hidden);
-  LaunchMoeMma<T, true>(s, MoeMmaArgs{act, weights, ids, nn, top_k, ex, static_cast<bf16*>(out)},
-                        n * ((ex.hidden + 15) / 16), n * top_k, ex.inter);
+void LaunchMoeMmaPair(cudaStream_t s, const void* x, const float* weights, const int32_t* ids, const float* shared_logit,
+                      int64_t n, int32_t top_k, const ExpertTable& ex, bf16* act, void* out) {
+  const int32_t nn = static_cast<int32_t>(n), slots = top_k + (shared_logit != nullptr ? 1 : 0);
+  const MoeMmaArgs up{static_cast<const bf16*>(x), weights, ids, nn, top_k, ex, act};
+  const MoeMmaArgs down{act, weights, ids, nn, top_k, ex, static_cast<bf16*>(out)};
+  const MoeMmaShared sh{shared_logit, slots};
+  const int64_t up_tiles = n * slots * ((ex.inter + 15) / 16), down_tiles = n * ((ex.hidden + 15) / 16);
+  if (shared_logit != nullptr) {
+    LaunchMoeMma<T, false, true>(s, up, sh, up_tiles, n, ex.hidden);
+    LaunchMoeMma<T, true, true>(s, down, sh, down_tiles, n * slots, ex.inter);
+  } else {
+    LaunchMoeMma<T, false, false>(s, up, sh, up_tiles, n, ex.hidden);
+    LaunchMoeMma<T, true, false>(s, down, sh, down_tiles, n * slots, ex.inter);
+  }
 }
 
 }  // namespace
@@ -229,30 +258,29 @@ void ConfigureQuantMoeMma(size_t max_smem_optin) {
   const int limit = static_cast<int>(max_smem_optin - 2 * qmma::kStaticSmem);
   auto configure = [&](auto tc) {
     constexpr int T = decltype(tc)::value;
-    INFX_CUDA_CHECK(cudaFuncSetAttribute(MoeMmaKernel<T, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, limit));
-    INFX_CUDA_CHECK(cudaFuncSetAttribute(MoeMmaKernel<T, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, limit));
+    for (auto kernel : {MoeMmaKernel<T, false, false>, MoeMmaKernel<T, true, false>, MoeMmaKernel<T, false, true>,
+                        MoeMmaKernel<T, true, true>})
+      INFX_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, limit));
   };
   for (int type : kQuantTypes) ByQuantType(type, configure);
-  configure(std::integral_constant<int, kBF16>{});
 }
 
-bool Bf16MoeMmaFits(int64_t n, int32_t top_k, const ExpertTable& ex, size_t max_smem_optin) {
-  return ex.dtype == kBF16 && n <= kBf16MoeMmaMaxTokens && MoeMmaFits<kBF16>(n, top_k, ex, max_smem_optin);
+bool QuantMoeSharedFits(int64_t n, int32_t top_k, const ExpertTable& ex, size_t max_smem_optin) {
+  bool fits = false;
+  if (ex.shared == 0 || !QuantTypeSupported(ex.dtype)) return false;
+  ByQuantType(ex.dtype, [&](auto tc) { fits = MoeMmaFits<decltype(tc)::value>(n, top_k + 1, ex, max_smem_optin); });
+  return fits;
 }
 
-void LaunchBf16MoeMma(cudaStream_t s, const void* x, const float* weights, const int32_t* ids, int64_t n,
-                      int32_t top_k, ExpertTable ex, void* act, void* out) {
+void LaunchQuantMoeExperts(cudaStream_t s, const void* x, const float* weights, const int32_t* ids,
+                           const float* shared_logit, int64_t n, int32_t top_k, ExpertTable ex, float* act, void* out,
+                           size_t max_smem_optin) {
   if (n == 0) return;
-  LaunchMoeMmaPair<kBF16>(s, x, weights, ids, n, top_k, ex, static_cast<bf16*>(act), out);
-}
-
-void LaunchQuantMoeExperts(cudaStream_t s, const void* x, const float* weights, const int32_t* ids, int64_t n,
-                           int32_t top_k, ExpertTable ex, float* act, void* out, size_t max_smem_optin) {
-  if (n == 0) return;
+  INFX_CHECK(shared_logit == nullptr || QuantMoeSharedFits(n, top_k, ex, max_smem_optin));
   ByQuantType(ex.dtype, [&](auto tc) {
     constexpr int T = decltype(tc)::value;
-    if (MoeMmaFits<T>(n, top_k, ex, max_smem_optin)) {
-      LaunchMoeMmaPair<T>(s, x, weights, ids, n, top_k, ex, reinterpret_cast<bf16*>(act), out);
+    if (shared_logit != nullptr || MoeMmaFits<T>(n, top_k, ex, max_smem_optin)) {
+      LaunchMoeMmaPair<T>(s, x, weights, ids, shared_logit, n, top_k, ex, reinterpret_cast<bf16*>(act), out);
     } else {
       Run<T>(s, x, weights, ids, n, top_k, ex, act, out);
     }

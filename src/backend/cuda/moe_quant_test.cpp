@@ -11,7 +11,9 @@ using cuda_test::ExpectClose;
 using cuda_test::Rand;
 using cuda_test::Rig;
 
-void CheckQuantExperts(DType type, int64_t n, int64_t hidden, int64_t inter, uint64_t seed) {
+// shared: a shared expert of the same type and shape beside the routed ones (MoeExpertsWithShared), which the
+// tensor-core kernels run as every token's last slot up to 8 tokens (else the ops' default composition).
+void CheckQuantExperts(DType type, int64_t n, int64_t hidden, int64_t inter, uint64_t seed, bool shared = false) {
   Rig rig;
   const int64_t experts = 16, top_k = 4;
   std::vector<HostBuffer> keep;
@@ -22,7 +24,7 @@ void CheckQuantExperts(DType type, int64_t n, int64_t hidden, int64_t inter, uin
     c.push_back(rig.cpu.UploadWeight(keep.back().view()));
     g.push_back(rig.gpu.UploadWeight(keep.back().view()));
   };
-  keep.reserve(3 * experts);
+  keep.reserve(3 * experts + 3);  // the tensors point into keep's buffers
   for (int64_t e = 0; e < experts; ++e) {
     add(cpu_w.gate, gpu_w.gate, inter, hidden, s_in);
     add(cpu_w.up, gpu_w.up, inter, hidden, s_in);
@@ -34,8 +36,18 @@ void CheckQuantExperts(DType type, int64_t n, int64_t hidden, int64_t inter, uin
   auto id = rig.I32({n, top_k}, ids);
   auto w = rig.F32({n, top_k}, Rand(n * top_k, seed++, 0, 1));
   auto out = rig.Out({n, hidden});
-  rig.cpu.MoeExperts(x.cpu, w.cpu, id.cpu, cpu_w, out.cpu);
-  rig.gpu.MoeExperts(x.gpu, w.gpu, id.gpu, gpu_w, out.gpu);
+  if (shared) {
+    std::vector<Tensor> sc, sg;
+    add(sc, sg, inter, hidden, s_in);
+    add(sc, sg, inter, hidden, s_in);
+    add(sc, sg, hidden, inter, s_out);
+    auto logit = rig.F32({n, 1}, Rand(n, seed++, -3, 3));
+    rig.cpu.MoeExpertsWithShared(x.cpu, w.cpu, id.cpu, cpu_w, SharedExpert{sc[0], sc[1], sc[2], logit.cpu}, out.cpu);
+    rig.gpu.MoeExpertsWithShared(x.gpu, w.gpu, id.gpu, gpu_w, SharedExpert{sg[0], sg[1], sg[2], logit.gpu}, out.gpu);
+  } else {
+    rig.cpu.MoeExperts(x.cpu, w.cpu, id.cpu, cpu_w, out.cpu);
+    rig.gpu.MoeExperts(x.gpu, w.gpu, id.gpu, gpu_w, out.gpu);
+  }
   // Same decoded weights on both sides; f32 sums in another order, bf16 roundings of act and the output.
   // The tensor-core kernels (up to 8 tokens, shapes permitting) round x and act to int8 blocks for the
   // integer types, as the dense GEMV does (whose test checks the decoding against the rounded x to f32
@@ -43,8 +55,8 @@ void CheckQuantExperts(DType type, int64_t n, int64_t hidden, int64_t inter, uin
   // Q4_1 / Q5_1 blocks share large offsets, so their products cancel more) on an H200.
   const bool int8_x = type != DType::kF8E4M3B128;
   ExpectClose(rig.Gpu(out.gpu), Rig::Cpu(out.cpu), int8_x ? 5e-2 : 5e-3, int8_x ? 8e-2 : 1.5e-2,
-              std::string(DTypeName(type)) + " MoeExperts n=" + std::to_string(n) + " H=" + std::to_string(hidden) +
-                  " I=" + std::to_string(inter));
+              std::string(DTypeName(type)) + (shared ? " MoeExpertsWithShared" : " MoeExperts") + " n=" +
+                  std::to_string(n) + " H=" + std::to_string(hidden) + " I=" + std::to_string(inter));
 }
 
 TEST(CudaMoe, QuantizedExpertsMatchTheOracle) {
@@ -55,6 +67,19 @@ TEST(CudaMoe, QuantizedExpertsMatchTheOracle) {
     CheckQuantExperts(type, 5, 2048, 768, seed);
     CheckQuantExperts(type, 1, 1024, 512, seed + 100);
     CheckQuantExperts(type, 12, 1024, 512, seed + 200);
+    seed += 1000;
+  }
+}
+
+// The shared expert in the routed experts' tensor-core kernels (1 and 5 tokens), and through the ops' default
+// composition (12 tokens), for a type of each family: 32-value groups, 16-value groups, K-quants, FP8.
+TEST(CudaMoe, QuantizedExpertsWithTheSharedOne) {
+  INFX_REQUIRE_GPU();
+  uint64_t seed = 9200;
+  for (DType type : {DType::kQ8_0, DType::kQ6_K, DType::kQ4_K, DType::kF8E4M3B128}) {
+    CheckQuantExperts(type, 1, 2048, 512, seed, true);
+    CheckQuantExperts(type, 5, 1024, 768, seed + 100, true);
+    CheckQuantExperts(type, 12, 1024, 512, seed + 200, true);
     seed += 1000;
   }
 }

@@ -11,10 +11,10 @@ namespace infernix::cuda::qmma {
 constexpr int kWarps = 8;
 constexpr int kChunk = 256;  // values of a row per warp step
 
-// Bytes of a chunk of one row. T: a block type, or kBF16 (plain bf16 rows, the routed experts' kernels).
+// Bytes of a chunk of one row of block type T.
 template <int T>
 __host__ __device__ constexpr int ChunkBytes() {
-  return T == kBF16 ? kChunk * 2 : static_cast<int>(kChunk / BlockValues<T>() * BlockBytes<T>());
+  return static_cast<int>(kChunk / BlockValues<T>() * BlockBytes<T>());
 }
 // 16-byte words of a staged row chunk: a chunk starts at a multiple of gcd(chunk bytes, 16) within its
 // first word. Odd, so that the 8 rows a warp's fragment loads touch at once fall in different banks.
@@ -34,7 +34,7 @@ __host__ __device__ constexpr size_t StageBytes() {
 }
 template <int T>
 __host__ __device__ constexpr bool IsIntType() {
-  return T != kF8E4M3B128 && T != kBF16;
+  return T != kF8E4M3B128;
 }
 
 // Values of a scale group per type: 32, except Q3_K / Q6_K (16) and FP8 (its 128-value block).
@@ -591,24 +591,6 @@ __device__ __forceinline__ void ChunkProductF8(const uint8_t* rows16, const void
     acc[2] += sh * cf[2];
     acc[3] += sh * cf[3];
   }
-}
-
-// The same for a bf16 chunk (256 values per row, 512 bytes) and a bf16 row xb in global memory.
-__device__ __forceinline__ void ChunkProductBf16(const uint8_t* rows16, const bf16* xb, float factor, int lane,
-                                                 float* acc) {
-  constexpr int kW = StageWords<kBF16>();
-  const int g = lane >> 2, t = lane & 3;
-  const uint8_t* rg = rows16 + g * kW * 16 + 4 * t;
-  const uint8_t* rh = rg + 8 * kW * 16;
-  const uint32_t* x = reinterpret_cast<const uint32_t*>(xb) + t;
-  float cf[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll
-  for (int h = 0; h < kChunk / 16; ++h) {
-    MmaBf16(cf, Lds32(rg + 32 * h), Lds32(rh + 32 * h), Lds32(rg + 32 * h + 16), Lds32(rh + 32 * h + 16),
-            __ldg(x + 8 * h), __ldg(x + 8 * h + 4));
-  }
-#pragma unroll
-  for (int q = 0; q < 4; ++q) acc[q] += factor * cf[q];
 }
 
 // The kernels' static shared memory: the warps' partial sums, and ActivationsToHalf's reduction.

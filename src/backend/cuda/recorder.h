@@ -73,7 +73,7 @@ class Recorder {
 
  private:
   struct Command {
-    static constexpr size_t kStorage = 320;
+    static constexpr size_t kStorage = 448;  // the largest launcher arguments: a GEMV batch and its tail
     void (*run)(const void*, cudaStream_t) = nullptr;
     alignas(16) unsigned char storage[kStorage];
   };

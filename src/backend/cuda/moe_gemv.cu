@@ -1,0 +1,331 @@
+// The experts of a MoE layer at decode with bf16 or FP8 weights (kernels.h, LaunchMoeGemv): the routed
+// experts and, folded in beside them, the shared expert, as weight-streaming products on tensor cores in
+// the manner of the decode GEMV (gemv.cu): a block owns 16 weight rows, its 8 warps split k, and every
+// thread loads a piece of rows g and g + 8 per step straight into k-permuted mma.sync fragments, so each
+// selected expert's weights are read once at memory bandwidth. A step is 32 values of k, 8 per thread:
+// 16 bytes of a bf16 row; for FP8 (f8_e4m3_b128: a 4-byte f32 scale, then 128 E4M3 bytes per block of a
+// row, so nothing past 4 bytes is aligned) two 4-byte words, converted exactly to bf16, and the scale of
+// the block the step lies in, which multiplies the step's products per row.
+//
+// Slots: token t owns slots t * S + j. j < top_k is its j-th routed expert (ids, weights); with a shared
+// expert, j = top_k is that one (table entry n_experts, weight sigmoid(shared_logit[t])); S = top_k (+ 1).
+//  - MoeGemvUpKernel: work items (16 rows of inter, routed slot), then (16 rows) of the shared expert for
+//    all tokens at once (its rows read once, the tokens as the mma's columns): the gate tile, then the up
+//    tile of the same rows; act[slot, rows] = w_slot * silu(gate . x) * (up . x), in bf16 (the routing
+//    weight is folded in here, so the down pass is a plain sum).
+//  - MoeGemvDownKernel: a block per (16 output rows, token): out[t, rows] = the sum over t's S slots of
+//    down_e[rows] . act[slot], one product over k = S * inter (a token's act rows are contiguous) whose
+//    weight rows change expert every inter values; the warps' partial sums are added in a fixed order.
+//    The residual add after the layer (and the norm of the sum that follows it) can be its epilogue, as
+//    for the decode GEMV (gemv_epilogue.cuh, GemvResidual): each (16 rows, token) block adds its rows to
+//    the residual and leaves their sum of squares; the last block to finish normalises the rows.
+#include "backend/cuda/gemv_epilogue.cuh"
+#include "backend/cuda/quant_mma.cuh"
+
+namespace infernix::cuda {
+namespace {
+
+constexpr int kWarps = 8;
+constexpr int kUnroll = 8;  // steps of weight loads in flight per thread (8 values of two rows each)
+// The down kernel for 1-2 tokens: a block per SM at most (hidden / 16 tiles per token), so it can hold
+// twice the loads in flight, which halves the rounds of memory latency a block waits through.
+constexpr int kDownUnrollFew = 16;
+
+struct MoeGemvArgs {
+  const bf16* x;              // [n, hidden]
+  const float* weights;       // [n, top_k]
+  const int32_t* ids;         // [n, top_k]
+  const float* shared_logit;  // [n], or nullptr: no shared expert
+  int32_t n, top_k, slots;    // slots = S
+  ExpertTable ex;
+  bf16* act;  // [n * S, inter]
+  bf16* out;  // [n, hidden]
+  GemvResidual res;
+};
+
+// The routing weight of slot j of token t.
+__device__ __forceinline__ float SlotWeight(const MoeGemvArgs& a, int t, int j) {
+  return j < a.top_k ? a.weights[t * a.top_k + j] : SigmoidF(a.shared_logit[t]);
+}
+
+// One step (32 values of k: 8 per thread of a quad) of a thread's weight loads and its share of the product:
+// 8 values of rows g and g + 8 and 8 of x, two m16n8k16 products. Bf16Step: 16 bytes per row. F8Step: 8 E4M3
+// bytes per row (two 32-bit words; f8_e4m3_b128 aligns nothing past 4 bytes) with the scale of the block
+// they lie in, applied per row to the step's products.
+struct Bf16Step {
+  using X = uint4;
+  uint4 a, b;
+  static __device__ __forceinline__ void Mma(float* acc, const Bf16Step& w, const X& x) {
+    MmaBf16(acc, w.a.x, w.b.x, w.a.y, w.b.y, x.x, x.y);
+    MmaBf16(acc, w.a.z, w.b.z, w.a.w, w.b.w, x.z, x.w);
+  }
+};
+struct F8Step {
+  using X = uint4;
+  uint2 a, b;
+  float sa, sb;
+  static __device__ __forceinline__ void Mma(float* acc, const F8Step& w, const X& x) {
+    float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    uint32_t a0, a1, a2, a3;
+    // Values 4h .. 4h + 3 of the thread's 8: k-slots 2t, 2t + 1 (a0 / a1) and 2t + 8, 2t + 9 (a2 / a3).
+    qmma::E4m3x4ToBf16(w.a.x, &a0, &a2);
+    qmma::E4m3x4ToBf16(w.b.x, &a1, &a3);
+    MmaBf16(c, a0, a1, a2, a3, x.x, x.y);
+    qmma::E4m3x4ToBf16(w.a.y, &a0, &a2);
+    qmma::E4m3x4ToBf16(w.b.y, &a1, &a3);
+    MmaBf16(c, a0, a1, a2, a3, x.z, x.w);
+    acc[0] += w.sa * c[0];
+    acc[1] += w.sa * c[1];
+    acc[2] += w.sb * c[2];
+    acc[3] += w.sb * c[3];
+  }
+};
+
+// acc (C fragment of one m16n8k16 tile) += rows [g, g + 8] of a 16-row weight tile . x over `steps` steps:
+// load_step(s, &step) loads what a thread takes of the weights at step s (t picks its piece of the quad's),
+// load_x(s) the matching values of x; use_x: whether this thread's column has a token (else x is zero).
+// Shaped like gemv.cu's loop (each group's weight loads issued before the loop or at the top of the next
+// round, conditional loads instead of branches), which keeps all kU steps' loads in flight: a loop that
+// loads and multiplies in one round compiles to loads interleaved with the products (40 registers instead
+// of 102 in a test kernel), which then wait for each other.
+template <int kU, typename Step, typename LoadStep, typename LoadX>
+__device__ __forceinline__ void TileProduct(int steps, int warp, bool use_x, LoadStep load_step, LoadX load_x,
+                                            float* acc) {
+  Step w[kU];
+  auto load_weights = [&](int s0) {
+#pragma unroll
+    for (int u = 0; u < kU; ++u) {
+      const int s = s0 + u * kWarps;
+      if (s < steps) {
+        load_step(s, &w[u]);
+      } else {
+        w[u] = Step{};
+      }
+    }
+  };
+  load_weights(warp);
+  for (int s0 = warp; s0 < steps; s0 += kWarps * kU) {
+    if (s0 != warp) load_weights(s0);
+    typename Step::X xr[kU];
+#pragma unroll
+    for (int u = 0; u < kU; ++u) {
+      const int s = s0 + u * kWarps;
+      xr[u] = use_x && s < steps ? load_x(s) : typename Step::X{};
+    }
+#pragma unroll
+    for (int u = 0; u < kU; ++u) Step::Mma(acc, w[u], xr[u]);
+  }
+}
+
+// Step s of a row of f8_e4m3_b128 blocks (4 steps a block): thread t's 8 E4M3 bytes and their block's scale.
+__device__ __forceinline__ void LoadF8(const uint8_t* row, int s, int t, uint2* q, float* scale) {
+  const uint8_t* block = row + (s >> 2) * 132;
+  const auto* words = reinterpret_cast<const unsigned int*>(block + 4 + (s & 3) * 32 + 8 * t);
+  *q = make_uint2(__ldcs(words), __ldcs(words + 1));
+  *scale = __ldg(reinterpret_cast<const float*>(block));
+}
+
+// The 8 warps' C fragments summed in a fixed order; threads q * 32 + ln (q < 4) get row (ln >> 2) + (q >= 2 ?
+// 8 : 0), column 2 (ln & 3) + (q & 1) of the tile. Ends with the block synchronised (partial is reused).
+__device__ __forceinline__ float ReduceTile(const float* acc, float (*partial)[4][32], int warp, int lane) {
+#pragma unroll
+  for (int q = 0; q < 4; ++q) partial[warp][q][lane] = acc[q];
+  __syncthreads();
+  float sum = 0.0f;
+  if (threadIdx.x < 128) {
+    const int q = threadIdx.x >> 5, ln = threadIdx.x & 31;
+#pragma unroll
+    for (int i = 0; i < kWarps; ++i) sum += partial[i][q][ln];
+  }
+  __syncthreads();
+  return sum;
+}
+
+// The bytes of a weight row of k values (bf16 or f8_e4m3_b128), and the values of a step.
+template <int W>
+__device__ __forceinline__ int64_t RowBytes(int k) {
+  return W == kBF16 ? int64_t{2} * k : int64_t{132} * (k / 128);
+}
+// acc += the tile's rows rg, rh . x over `steps` steps of 32 values: row_of(s, &rg, &rh) gives the rows' bases
+// for step s and returns the step within them; x's values of step s are at x + 32 s.
+template <int W, int kU, typename RowOf>
+__device__ __forceinline__ void RowsProduct(int steps, int warp, int t, bool use_x, const bf16* x, RowOf row_of,
+                                            float* acc) {
+  if constexpr (W == kBF16) {
+    TileProduct<kU, Bf16Step>(
+        steps, warp, use_x,
+        [&](int s, Bf16Step* w) {
+          const uint8_t *rg, *rh;
+          const int ls = row_of(s, &rg, &rh);
+          w->a = __ldcs(reinterpret_cast<const uint4*>(rg) + ls * 4 + t);
+          w->b = __ldcs(reinterpret_cast<const uint4*>(rh) + ls * 4 + t);
+        },
+        [&](int s) { return __ldg(reinterpret_cast<const uint4*>(x) + s * 4 + t); }, acc);
+  } else {
+    TileProduct<kU, F8Step>(
+        steps, warp, use_x,
+        [&](int s, F8Step* w) {
+          const uint8_t *rg, *rh;
+          const int ls = row_of(s, &rg, &rh);
+          LoadF8(rg, ls, t, &w->a, &w->sa);
+          LoadF8(rh, ls, t, &w->b, &w->sb);
+        },
+        [&](int s) { return __ldg(reinterpret_cast<const uint4*>(x) + s * 4 + t); }, acc);
+  }
+}
+
+template <int W, int kU>
+__global__ void __launch_bounds__(32 * kWarps) MoeGemvUpKernel(MoeGemvArgs a) {
+  AllowDependentLaunch();
+  __shared__ float partial[kWarps][4][32];
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const int hidden = static_cast<int>(a.ex.hidden), inter = static_cast<int>(a.ex.inter);
+  const int row_tiles = (inter + 15) / 16;
+  const int n_routed = a.n * a.top_k, routed_items = n_routed * row_tiles;
+  const int item = static_cast<int>(blockIdx.x);
+  // This item's slot j, its tokens [tok0, tok0 + n_tok) and rows. The routed slots vary fastest, so that
+  // tokens that chose the same expert read its rows at about the same time (from L2 the second time).
+  int tok0 = 0, n_tok = a.n, j = a.top_k, local = item - routed_items;
+  if (item < routed_items) {
+    const int routed = item % n_routed;  // t * top_k + j
+    tok0 = routed / a.top_k;
+    j = routed % a.top_k;
+    n_tok = 1;
+    local = item / n_routed;
+  }
+  const int row0 = local * 16;
+  const int64_t row_bytes = RowBytes<W>(hidden);
+  const int64_t og = min(row0 + g, inter - 1) * row_bytes, oh = min(row0 + g + 8, inter - 1) * row_bytes;
+  const bool has_x = g < n_tok;
+  const bf16* xt = a.x + static_cast<int64_t>(tok0 + (has_x ? g : 0)) * hidden;
+  WaitForPrevious();  // ids and weights come from the routing kernel, x from before it
+  const int e = j < a.top_k ? a.ids[tok0 * a.top_k + j] : a.ex.n_experts;
+  const int steps = hidden / 32;
+  float gate = 0.0f;
+  for (int half = 0; half < 2; ++half) {
+    const uint8_t* w = static_cast<const uint8_t*>((half == 0 ? a.ex.gate : a.ex.up)[e]);
+    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    RowsProduct<W, kU>(
+        steps, warp, t, has_x, xt,
+        [&](int s, const uint8_t** rg, const uint8_t** rh) {
+          *rg = w + og;
+          *rh = w + oh;
+          return s;
+        },
+        acc);
+    const float sum = ReduceTile(acc, partial, warp, lane);
+    if (half == 0) {
+      gate = sum;
+    } else if (threadIdx.x < 128) {
+      const int q = threadIdx.x >> 5, ln = threadIdx.x & 31;
+      const int row = row0 + (ln >> 2) + (q >= 2 ? 8 : 0), col = 2 * (ln & 3) + (q & 1);
+      if (row < inter && col < n_tok) {
+        const int token = tok0 + col;
+        const float v = SlotWeight(a, token, j) * SiluF(gate) * sum;
+        a.act[static_cast<int64_t>(token * a.slots + j) * inter + row] = __float2bfloat16_rn(v);
+      }
+    }
+  }
+}
+
+template <int W, int kU>
+__global__ void __launch_bounds__(32 * kWarps) MoeGemvDownKernel(MoeGemvArgs a) {
+  AllowDependentLaunch();
+  constexpr int kMaxSlots = kMoeGemvMaxSlots;
+  __shared__ float partial[kWarps][4][32];
+  __shared__ const uint8_t* seg_w[kMaxSlots];
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const int hidden = static_cast<int>(a.ex.hidden), inter = static_cast<int>(a.ex.inter);
+  // Tokens vary fastest: the same rows of an expert two tokens chose (the shared one: all) come from L2.
+  const int token = static_cast<int>(blockIdx.x) % a.n, row0 = (static_cast<int>(blockIdx.x) / a.n) * 16;
+  const int64_t row_bytes = RowBytes<W>(inter);
+  const int64_t og = min(row0 + g, hidden - 1) * row_bytes, oh = min(row0 + g + 8, hidden - 1) * row_bytes;
+  WaitForPrevious();  // act comes from the up kernel, ids from the routing before it
+  if (threadIdx.x < a.slots) {
+    const int j = static_cast<int>(threadIdx.x);
+    seg_w[j] = static_cast<const uint8_t*>(a.ex.down[j < a.top_k ? a.ids[token * a.top_k + j] : a.ex.n_experts]);
+  }
+  __syncthreads();
+  const int seg_steps = inter / 32, steps = a.slots * seg_steps;
+  const float inv_seg_steps = 1.0f / static_cast<float>(seg_steps);
+  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  RowsProduct<W, kU>(
+      steps, warp, t, g == 0,  // column 0 is the token
+      a.act + static_cast<int64_t>(token) * a.slots * inter,  // its S act rows, contiguous
+      [&](int s, const uint8_t** rg, const uint8_t** rh) {
+        // Step s is in the slot seg: s / seg_steps, exact in f32 for these small integers.
+        const int seg = static_cast<int>((static_cast<float>(s) + 0.5f) * inv_seg_steps);
+        *rg = seg_w[seg] + og;
+        *rh = seg_w[seg] + oh;
+        return s - seg * seg_steps;
+      },
+      acc);
+  const float sum = ReduceTile(acc, partial, warp, lane);
+  __shared__ float tile_ss[4][4];  // res.norm_out: TileSquares (only column 0, the token, is non-zero)
+  if (threadIdx.x < 128) {
+    const int q = threadIdx.x >> 5, ln = threadIdx.x & 31;
+    const int row = row0 + (ln >> 2) + (q >= 2 ? 8 : 0);
+    float h = 0.0f;
+    if (row < hidden && (q & 1) == 0 && (ln & 3) == 0) {  // column 0: the token
+      const GemvSegment sg{nullptr, a.out, hidden, kBF16, 0};
+      h = StoreGemvSum(a.res, sg, static_cast<int64_t>(token) * hidden + row, sum);
+    }
+    if (a.res.norm_out != nullptr) TileSquares(h, q, ln, tile_ss);
+  }
+  if (a.res.norm_out == nullptr) return;
+  __syncthreads();
+  if (threadIdx.x == 0)  // column 0's rows: squares[0][0] (rows 0-7) and squares[2][0] (rows 8-15)
+    a.res.ss[static_cast<int64_t>(token) * ((hidden + 15) / 16) + row0 / 16] = tile_ss[0][0] + tile_ss[2][0];
+  FinishResidualNorm(a.res, a.n, hidden);
+}
+
+template <int W>
+void LaunchPair(cudaStream_t s, const MoeGemvArgs& a, int64_t n, unsigned up_items, dim3 down_grid) {
+  LaunchDependent(MoeGemvUpKernel<W, kUnroll>, dim3(up_items), dim3(32 * kWarps), 0, s, a);
+  INFX_CUDA_CHECK_LAUNCH();
+  if (n <= 2) {
+    LaunchDependent(MoeGemvDownKernel<W, kDownUnrollFew>, down_grid, dim3(32 * kWarps), 0, s, a);
+  } else {
+    LaunchDependent(MoeGemvDownKernel<W, kUnroll>, down_grid, dim3(32 * kWarps), 0, s, a);
+  }
+  INFX_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+
+bool MoeGemvFits(int64_t n, int32_t top_k, bool shared, const ExpertTable& ex) {
+  const int64_t step = ex.dtype == kBF16 ? 32 : 128;  // FP8: whole blocks of 128 in every row and segment
+  return (ex.dtype == kBF16 || ex.dtype == kF8E4M3B128) && ex.aligned16 != 0 && n >= 1 && n <= kMoeGemvMaxTokens &&
+         top_k + (shared ? 1 : 0) <= kMoeGemvMaxSlots && (!shared || ex.shared != 0) && ex.hidden % step == 0 &&
+         ex.inter % step == 0 && ex.hidden <= (int64_t{1} << 20) && ex.inter <= (int64_t{1} << 20) &&
+         n * (top_k + 1) * ex.inter < (int64_t{1} << 30);
+}
+
+void LaunchMoeGemv(cudaStream_t s, const void* x, const float* weights, const int32_t* ids, const float* shared_logit,
+                   int64_t n, int32_t top_k, ExpertTable ex, void* act, void* out, GemvResidual res) {
+  if (n == 0) return;
+  INFX_CHECK(MoeGemvFits(n, top_k, shared_logit != nullptr, ex));
+  INFX_CHECK(res.out == nullptr || (n <= kGemvNormMaxTokens && res.in != nullptr &&
+                                    (res.norm_out == nullptr || (res.ss != nullptr && res.counter != nullptr))));
+  MoeGemvArgs a{static_cast<const bf16*>(x),
+                weights,
+                ids,
+                shared_logit,
+                static_cast<int32_t>(n),
+                top_k,
+                top_k + (shared_logit != nullptr ? 1 : 0),
+                ex,
+                static_cast<bf16*>(act),
+                static_cast<bf16*>(out),
+                res};
+  const int64_t up_tiles = (ex.inter + 15) / 16, down_tiles = (ex.hidden + 15) / 16;
+  const auto up_items = static_cast<unsigned>((n * top_k + (shared_logit != nullptr ? 1 : 0)) * up_tiles);
+  const dim3 down_grid(static_cast<unsigned>(n * down_tiles));
+  if (ex.dtype == kBF16) {
+    LaunchPair<kBF16>(s, a, n, up_items, down_grid);
+  } else {
+    LaunchPair<kF8E4M3B128>(s, a, n, up_items, down_grid);
+  }
+}
+
+}  // namespace infernix::cuda
