@@ -34,10 +34,11 @@ constexpr double kMinAgreement = 0.90;
 constexpr double kMinDecisiveAgreement = 0.97;  // MoE router flips move a few decisive positions
 constexpr double kMaxRelL2 = 0.1;
 
-std::unique_ptr<Backend> Gpu(bool graphs = true) {
+std::unique_ptr<Backend> Gpu(bool graphs = true, bool fuse = true) {
   BackendOptions o;
   o.name = "cuda";
   o.cuda_graphs = graphs;
+  o.cuda_fuse = fuse;
   return CreateBackend(o);
 }
 
@@ -256,6 +257,12 @@ TEST_P(GpuTinyModel, BatchedSequencesMatchSeparateRuns) {
   expected.insert(expected.end(), fresh.begin(), fresh.end());
   Stats s;
   Accumulate(s, logits, expected, v);
+  for (int64_t r = 0; r < static_cast<int64_t>(batch.tokens.size()); ++r) {
+    double d = 0;
+    for (int64_t i = 0; i < v; ++i) d = std::max(d, std::fabs(static_cast<double>(logits[r * v + i]) - expected[r * v + i]));
+    std::printf("[ metric ] %s batched row %lld: max|diff| %.4f, ref top-2 gap %.4f\n", GetParam().c_str(),
+                static_cast<long long>(r), d, TopGap(expected.data() + r * v, v));
+  }
   ExpectWithinTolerance(s, GetParam() + " batched vs separate");
 }
 
@@ -333,8 +340,9 @@ TEST(GpuGguf, QuantizedFileFollowsTheCpu) {
 
 // The qwen3-next-tiny config with the shared expert as wide as the routed ones, so that the CUDA backend
 // runs it in the routed experts' kernels at decode (moe_gemv.cu; the fixtures' shared experts are wider,
-// which takes the unfused path), on the same dummy weights on both backends: greedy decoding follows the
-// CPU, and the step logits stay within the fixtures' tolerance.
+// which takes the unfused path), on the same dummy weights on both backends, against the GPU with fusion off
+// (the shared expert through the ops): greedy decoding follows the CPU at decisive steps, and the step
+// logits stay within the fixtures' L2 tolerance on both paths.
 TEST(GpuDummyHybrid, SharedExpertInTheRoutedKernelsFollowsTheCpu) {
   REQUIRE_GPU();
   DirFileSet files(ModelDir("qwen3-next-tiny"));
@@ -343,13 +351,28 @@ TEST(GpuDummyHybrid, SharedExpertInTheRoutedKernelsFollowsTheCpu) {
   c.shared_expert_intermediate_size = c.moe_intermediate_size;
   CpuBackend cpu_backend(0);
   auto cpu = LoadModelWithDummyWeights(c, cpu_backend, 7);
-  auto gpu_backend = Gpu();
-  auto gpu = LoadModelWithDummyWeights(c, *gpu_backend, 7);
   std::vector<int32_t> prompt;
   for (int32_t i = 0; i < 12; ++i) prompt.push_back((i * 7919 + 13) % static_cast<int32_t>(c.vocab_size));
-  Stats s;
-  CheckGreedyAgainstCpu(*cpu, *gpu, prompt, 16, "qwen3-next-tiny, shared expert as wide as the routed", &s);
-  ExpectWithinTolerance(s, "qwen3-next-tiny dummy, folded shared expert, steps");
+  Stats fused, unfused;
+  for (bool fuse : {true, false}) {
+    auto gpu_backend = Gpu(true, fuse);
+    auto gpu = LoadModelWithDummyWeights(c, *gpu_backend, 7);
+    const std::string what = fuse ? "folded shared expert" : "unfused";
+    CheckGreedyAgainstCpu(*cpu, *gpu, prompt, 32, "qwen3-next-tiny dummy, " + what, fuse ? &fused : &unfused);
+    Stats& s = fuse ? fused : unfused;
+    s.Finish();
+    std::printf("[ metric ] %-40s argmax %.4f (%lld rows), decisive %.4f (%lld)  rel_l2 %.4f  max|diff| %.4f\n",
+                ("dummy next, " + what).c_str(), s.Agreement(), static_cast<long long>(s.rows),
+                s.DecisiveAgreement(), static_cast<long long>(s.decisive), s.RelL2(), s.max_abs_diff);
+    // Not the overall argmax agreement: this dummy model's steps are full of near-ties, which bf16
+    // rounding flips on either path (measured: 0.84 folded, 0.88 unfused over 32 steps, while every
+    // decisive step agreed).
+    EXPECT_GE(s.DecisiveAgreement(), kMinDecisiveAgreement) << what;
+    EXPECT_LE(s.RelL2(), kMaxRelL2) << what;
+  }
+  // Folding the shared expert in changes where the GPU rounds, not what it computes: no further from the
+  // CPU than the unfused path, up to rounding noise (measured: rel. L2 0.041 folded, 0.064 unfused).
+  EXPECT_LE(fused.RelL2(), 1.5 * unfused.RelL2() + 0.01);
 }
 
 // Dummy weights the CUDA backend makes in device memory (Backend::MakeDummyWeight) hold the bytes the
@@ -370,7 +393,14 @@ TEST(GpuDummyWeights, MadeOnTheGpuEqualTheHostFill) {
     ASSERT_EQ(host.dtype, dtype);
     std::vector<uint8_t> device(t->size_bytes());
     gpu->CopyToHost(*t, device.data());
-    EXPECT_EQ(0, std::memcmp(device.data(), host.data, device.size())) << name << " " << DTypeName(dtype);
+    const auto* h = static_cast<const uint8_t*>(host.data);
+    const auto diff = std::mismatch(device.begin(), device.end(), h);
+    const size_t at = static_cast<size_t>(diff.first - device.begin());
+    const size_t block = IsBlockQuantized(dtype) ? DTypeBlockBytes(dtype) : 2;
+    EXPECT_EQ(at, device.size()) << name << " " << DTypeName(dtype) << ": byte " << at << " of " << device.size()
+                                 << " (byte " << at % block << " of block " << at / block << ") is "
+                                 << int{device[std::min(at, device.size() - 1)]} << " on the GPU, "
+                                 << int{h[std::min(at, device.size() - 1)]} << " on the host";
   };
   DummyWeightSource bf16(c, 42);
   expect_same(bf16, "model.layers.0.mlp.down_proj.weight", {1000, 1031}, DType::kBF16);

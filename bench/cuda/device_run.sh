@@ -11,7 +11,7 @@
 #             8, depth 0 and 1024), Qwen3-Next-80B-A3B bf16 with 24 layers (pp8192; batch 1 and 8, depth
 #             0, 1024, 131072), FP8 Qwen3-Next-80B-A3B with all 48 layers (batch 1 and 8); ~6 minutes
 #   moedecode MoE decode with dummy bf16 weights, depth 0: Qwen3-30B-A3B and Qwen3-Next-80B-A3B with 24
-#             layers (pp64, tg32 at batch 1 and 8), for the expert kernels' A/B runs (not run yet)
+#             layers (pp64, tg32 at the batch sizes $MOE_BATCHES, default 1,8), for the expert kernels' A/B runs
 #   longctx   decode at long context with dummy bf16 weights: Qwen3-8B at depths 0 and 32,768, and
 #             Qwen3-Next-80B-A3B with 24 layers at 0 and 131,072 (tg32, batch 1)
 #   ncu       per-kernel time and DRAM traffic of batch-1 decode steps ($NCU_MODEL config, default
@@ -191,8 +191,8 @@ for step in "$@"; do
       done ;;
     moedecode)
       echo "== bench, MoE decode"
-      bench_set moedecode "GPU busy|^\| tg|model:" "qwen3-30b-a3b:-p 64 -b 1,8" \
-        "qwen3-next-80b-a3b:--num-layers 24 -p 64 -b 1,8" ;;
+      bench_set moedecode "GPU busy|^\| tg|model:" "qwen3-30b-a3b:-p 64 -b ${MOE_BATCHES:-1,8}" \
+        "qwen3-next-80b-a3b:--num-layers 24 -p 64 -b ${MOE_BATCHES:-1,8}" ;;
     longctx)
       echo "== bench, decode at long context"
       bench_set longctx "GPU busy|^\| tg|prefilled|model:" "qwen3-8b:-p 64 -b 1 -d 0,32768" \

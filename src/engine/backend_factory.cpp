@@ -27,6 +27,7 @@ std::unique_ptr<Backend> CreateBackend(const BackendOptions& options) {
     CudaOptions cuda;
     cuda.device = options.cuda_device;
     cuda.graphs = options.cuda_graphs;
+    cuda.fuse = options.cuda_fuse;
     return CreateCudaBackend(cuda);
 #else
     ThrowError(ErrorCode::kUnsupported, "--backend cuda: {}; use --backend cpu", CudaUnavailable(options.cuda_device));

@@ -15,6 +15,7 @@ struct BackendOptions {
   size_t n_threads = 0;     // CPU threads; 0 = one per hardware thread
   int cuda_device = 0;      // CUDA: which GPU
   bool cuda_graphs = true;  // CUDA: replay repeated forward passes (decode steps) as CUDA graphs
+  bool cuda_fuse = true;    // CUDA: fuse neighbouring ops (off: every op its own launch; tests compare both)
 };
 
 // Throws Error(kInvalidArgument) for an unknown name, kUnsupported for one this build or machine

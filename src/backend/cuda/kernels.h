@@ -394,7 +394,12 @@ void ConfigureQuantMoeMma(size_t max_smem_optin);
 // res: the residual add after
 // the experts (and the norm of the sum) as the down kernel's epilogue, as GemvResidual says for the GEMV
 // (out is the product), or none (res.out null).
-constexpr int kMoeGemvMaxTokens = 8;
+// Every token's routed slots are work items of their own and the down pass runs per token, so a token's
+// result does not depend on the others in the batch; the shared expert takes the tokens 8 at a time (the
+// mma's columns), which changes nothing per column either. Up to 15 tokens: from 16 the grouped GEMM
+// (kMoeGroupedMinTokens) reads each expert's weights once for all of them.
+constexpr int kMoeGemvMaxTokens = 15;
+constexpr int kMoeGemvTokenGroup = 8;
 constexpr int kMoeGemvMaxSlots = 33;
 bool MoeGemvFits(int64_t n, int32_t top_k, bool shared, const ExpertTable& ex);
 void LaunchMoeGemv(cudaStream_t s, const void* x, const float* weights, const int32_t* ids, const float* shared_logit,

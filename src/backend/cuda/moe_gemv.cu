@@ -9,8 +9,8 @@
 //
 // Slots: token t owns slots t * S + j. j < top_k is its j-th routed expert (ids, weights); with a shared
 // expert, j = top_k is that one (table entry n_experts, weight sigmoid(shared_logit[t])); S = top_k (+ 1).
-//  - MoeGemvUpKernel: work items (16 rows of inter, routed slot), then (16 rows) of the shared expert for
-//    all tokens at once (its rows read once, the tokens as the mma's columns): the gate tile, then the up
+//  - MoeGemvUpKernel: work items (16 rows of inter, routed slot), then (16 rows, group of 8 tokens) of the
+//    shared expert (its rows read once per group, the tokens as the mma's columns): the gate tile, then the up
 //    tile of the same rows; act[slot, rows] = w_slot * silu(gate . x) * (up . x), in bf16 (the routing
 //    weight is folded in here, so the down pass is a plain sum).
 //  - MoeGemvDownKernel: a block per (16 output rows, token): out[t, rows] = the sum over t's S slots of
@@ -185,13 +185,19 @@ __global__ void __launch_bounds__(32 * kWarps) MoeGemvUpKernel(MoeGemvArgs a) {
   const int item = static_cast<int>(blockIdx.x);
   // This item's slot j, its tokens [tok0, tok0 + n_tok) and rows. The routed slots vary fastest, so that
   // tokens that chose the same expert read its rows at about the same time (from L2 the second time).
-  int tok0 = 0, n_tok = a.n, j = a.top_k, local = item - routed_items;
+  int tok0, n_tok, j, local;
   if (item < routed_items) {
     const int routed = item % n_routed;  // t * top_k + j
     tok0 = routed / a.top_k;
     j = routed % a.top_k;
     n_tok = 1;
     local = item / n_routed;
+  } else {  // the shared expert: (16 rows, group of up to 8 tokens), the groups varying fastest
+    const int groups = (a.n + kMoeGemvTokenGroup - 1) / kMoeGemvTokenGroup, shared_item = item - routed_items;
+    tok0 = (shared_item % groups) * kMoeGemvTokenGroup;
+    n_tok = min(kMoeGemvTokenGroup, a.n - tok0);
+    j = a.top_k;
+    local = shared_item / groups;
   }
   const int row0 = local * 16;
   const int64_t row_bytes = RowBytes<W>(hidden);
@@ -319,7 +325,8 @@ void LaunchMoeGemv(cudaStream_t s, const void* x, const float* weights, const in
                 static_cast<bf16*>(out),
                 res};
   const int64_t up_tiles = (ex.inter + 15) / 16, down_tiles = (ex.hidden + 15) / 16;
-  const auto up_items = static_cast<unsigned>((n * top_k + (shared_logit != nullptr ? 1 : 0)) * up_tiles);
+  const int64_t shared_groups = shared_logit != nullptr ? (n + kMoeGemvTokenGroup - 1) / kMoeGemvTokenGroup : 0;
+  const auto up_items = static_cast<unsigned>((n * top_k + shared_groups) * up_tiles);
   const dim3 down_grid(static_cast<unsigned>(n * down_tiles));
   if (ex.dtype == kBF16) {
     LaunchPair<kBF16>(s, a, n, up_items, down_grid);

@@ -1,7 +1,7 @@
 // CPU-vs-CUDA tests of the bf16 experts at decode (moe_gemv.cu): the routed experts alone and with the
 // shared expert folded in beside them (MoeExpertsWithShared), at Qwen3-Next's expert shapes (hidden 2048,
-// intermediate 512, top 10) and Qwen3-30B-A3B's intermediate 768, for 1 to 8 tokens; and the cases that
-// fall back to the ops' default composition (a shared expert of another size, 12 tokens, fusion off).
+// intermediate 512, top 10) and Qwen3-30B-A3B's intermediate 768, for 1 to 15 tokens; and the cases that
+// fall back to the ops' default composition (a shared expert of another size, 16 tokens, fusion off).
 #include <algorithm>
 #include <numeric>
 
@@ -97,10 +97,13 @@ TEST(CudaMoeGemv, RoutedExpertsAtDecode) {
   INFX_REQUIRE_GPU();
   Rig rig;
   const ExpertSet next = MakeExperts(rig, 64, 2048, 512, 3000);
-  for (int64_t n : {1, 2, 3, 8}) CheckExperts(rig, next, nullptr, n, 2048, 10, 3100 + n, "routed, I=512");
+  for (int64_t n : {1, 2, 3, 8, 15}) CheckExperts(rig, next, nullptr, n, 2048, 10, 3100 + n, "routed, I=512");
   // Intermediate 768: 24 steps of 32 values per expert in the down pass.
   const ExpertSet moe30 = MakeExperts(rig, 16, 1024, 768, 3200);
   for (int64_t n : {1, 5}) CheckExperts(rig, moe30, nullptr, n, 1024, 8, 3300 + n, "routed, I=768");
+  // The tiny fixtures' shapes (hidden 128, intermediate 64, 8 experts, top 2): 4 steps of k, 8 warps.
+  const ExpertSet tiny = MakeExperts(rig, 8, 128, 64, 3400);
+  for (int64_t n : {1, 2, 3, 5, 8, 11}) CheckExperts(rig, tiny, nullptr, n, 128, 2, 3500 + n, "routed, tiny");
 }
 
 TEST(CudaMoeGemv, SharedExpertBesideTheRoutedOnes) {
@@ -108,12 +111,17 @@ TEST(CudaMoeGemv, SharedExpertBesideTheRoutedOnes) {
   Rig rig;
   const ExpertSet ex = MakeExperts(rig, 64, 2048, 512, 4000);
   const SharedSet shared = MakeShared(rig, 2048, 512, 4500);
-  for (int64_t n : {1, 2, 4, 8}) CheckExperts(rig, ex, &shared, n, 2048, 10, 4100 + n, "with shared");
-  // 12 tokens: the f32 expert kernels and the shared expert through the ops (the default composition).
-  CheckExperts(rig, ex, &shared, 12, 2048, 10, 4200, "with shared, fallback");
+  // 12 tokens: the shared expert's tiles take them as two groups (8 and 4).
+  for (int64_t n : {1, 2, 4, 8, 12}) CheckExperts(rig, ex, &shared, n, 2048, 10, 4100 + n, "with shared");
+  // 16 tokens: the grouped GEMM and the shared expert through the ops (the default composition).
+  CheckExperts(rig, ex, &shared, 16, 2048, 10, 4200, "with shared, fallback");
   // A shared expert of another size cannot be folded in: the default composition.
   const SharedSet wide = MakeShared(rig, 2048, 1024, 4600);
   CheckExperts(rig, ex, &wide, 2, 2048, 10, 4300, "with a wider shared expert");
+  // The tiny fixtures' shapes with a shared expert as wide as the routed ones.
+  const ExpertSet tiny = MakeExperts(rig, 8, 128, 64, 4700);
+  const SharedSet tiny_shared = MakeShared(rig, 128, 64, 4800);
+  for (int64_t n : {1, 2, 3, 8, 11}) CheckExperts(rig, tiny, &tiny_shared, n, 128, 2, 4900 + n, "with shared, tiny");
 }
 
 // The residual add after the experts and the RMSNorm of the sum (the next layer's input norm), which the
@@ -181,9 +189,9 @@ TEST(CudaMoeGemv, RoutingAfterTheRouterGemv) {
   INFX_REQUIRE_GPU();
   CudaOptions unfused;
   unfused.fuse = false;
-  for (int64_t experts : {512, 128, 60}) {
+  for (int64_t experts : {512, 128, 60, 8}) {
     for (int64_t n : {1, 3, 8}) {
-      const int64_t hidden = 2048, top_k = experts == 60 ? 4 : 10;
+      const int64_t hidden = 2048, top_k = experts == 60 ? 4 : experts == 8 ? 2 : 10;
       const uint64_t seed = 7000 + static_cast<uint64_t>(experts) * 10 + static_cast<uint64_t>(n);
       std::vector<std::vector<float>> got_ids, got_w;
       for (const CudaOptions& o : {CudaOptions{}, unfused}) {

@@ -2,7 +2,14 @@
 #include <algorithm>
 #include <numeric>
 
+#include "backend/cuda/kernels.h"
 #include "backend/cuda/test_util.h"
+#include "quant/random_blocks.h"
+#include "tensor/dummy_blocks.h"
+#include "tensor/dummy_values.h"
+
+#include <cuda_runtime.h>
+#include <fmt/format.h>
 
 namespace infernix {
 namespace {
@@ -188,6 +195,41 @@ TEST(CudaSampling, ArgmaxTopKLogSumExp) {
     double mx = *std::max_element(row, row + vocab), sum = 0;
     for (int64_t i = 0; i < vocab; ++i) sum += std::exp(static_cast<double>(row[i]) - mx);
     EXPECT_NEAR(got_lse[static_cast<size_t>(r)], mx + std::log(sum), 1e-4 * std::fabs(mx + std::log(sum)));
+  }
+}
+
+// Dummy weights made in device memory hold the host fill's bytes (tensor/dummy_values.h,
+// tensor/dummy_blocks.h): the fill kernels alone on one block of each kind, then through the backend.
+std::string Hex(const uint8_t* p, size_t n) {
+  std::string s;
+  for (size_t i = 0; i < n; ++i) s += fmt::format("{:02x}", p[i]);
+  return s;
+}
+
+TEST(CudaOps, DummyBlocksEqualTheHostFill) {
+  INFX_REQUIRE_GPU();
+  Rig rig;
+  const uint64_t seed = 12345;
+  for (DType t : {DType::kQ8_0, DType::kQ4_1, DType::kQ4_K, DType::kF8E4M3B128}) {
+    const size_t block = DTypeBlockBytes(t), bytes = 3 * block;
+    const DummyBlockScheme b = DummyBlockSchemeOf(t, 0.5f);
+    void* dev = nullptr;
+    ASSERT_EQ(cudaMalloc(&dev, bytes), cudaSuccess);
+    cuda::LaunchDummyBlocks(nullptr, dev, bytes, block, seed, cuda::DummyBlockFields{b.fp8 ? 1 : 0, b.d_at, b.min_at, b.d});
+    std::vector<uint8_t> got(bytes);
+    ASSERT_EQ(cudaMemcpy(got.data(), dev, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+    cudaFree(dev);
+    HostBuffer want = RandomQuantBlocks(t, 3, DTypeBlockSize(t), seed, 0.5f);
+    const auto* w = static_cast<const uint8_t*>(want.view().data);
+    const float d0 = b.d * DummyBlockFactor(seed, 0);
+    EXPECT_EQ(Hex(got.data(), bytes), Hex(w, bytes))
+        << DTypeName(t) << ": the kernels alone (d " << b.d << ", block 0's scale " << d0 << ", f16 "
+        << fmt::format("{:04x}", F32ToF16(d0)) << ")";
+    std::optional<Tensor> made = rig.gpu.MakeDummyWeight(t, {3, DTypeBlockSize(t)}, seed, 0.5f);
+    ASSERT_TRUE(made.has_value());
+    std::vector<uint8_t> via(bytes);
+    rig.gpu.CopyToHost(*made, via.data());
+    EXPECT_EQ(Hex(via.data(), bytes), Hex(w, bytes)) << DTypeName(t) << ": through MakeDummyWeight";
   }
 }
 
