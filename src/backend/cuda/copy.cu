@@ -63,21 +63,20 @@ __global__ void DummyWordsKernel(uint8_t* data, size_t bytes, uint64_t seed, int
   }
 }
 
-__device__ __forceinline__ void PutBytes(uint8_t* p, uint32_t v, int n) {
-  for (int i = 0; i < n; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
-}
-
 __global__ void DummyScalesKernel(uint8_t* data, size_t blocks, size_t block_bytes, uint64_t seed, DummyBlockFields f) {
   for (size_t blk = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; blk < blocks;
        blk += static_cast<size_t>(gridDim.x) * blockDim.x) {
     const size_t b = blk * block_bytes;
     const float d = __fmul_rn(f.d, DummyBlockFactor(seed, b));
     if (f.fp8 != 0) {
-      PutBytes(data + b, __float_as_uint(d), 4);
+      *reinterpret_cast<float*>(data + b) = d;
       continue;
     }
-    PutBytes(data + b + f.d_at, __half_as_ushort(__float2half_rn(d)), 2);
-    if (f.min_at >= 0) PutBytes(data + b + f.min_at, __half_as_ushort(__float2half_rn(__fmul_rn(d, 0.5f))), 2);
+    // One store per field (the block types' sizes and field offsets are even, FP8's a multiple of 4:
+    // LaunchDummyBlocks checks). Written as two byte stores of the f16's bits, the low byte came out 0 on
+    // the H200 (sm_90 build, CUDA 13; CudaOps.DummyBlocksEqualTheHostFill), cutting 8 mantissa bits.
+    *reinterpret_cast<__half*>(data + b + f.d_at) = __float2half_rn(d);
+    if (f.min_at >= 0) *reinterpret_cast<__half*>(data + b + f.min_at) = __float2half_rn(__fmul_rn(d, 0.5f));
   }
 }
 
@@ -97,6 +96,9 @@ void LaunchDummyBf16(cudaStream_t s, void* data, int64_t n, uint64_t base, float
 void LaunchDummyBlocks(cudaStream_t s, void* data, size_t bytes, size_t block_bytes, uint64_t seed,
                        DummyBlockFields f) {
   if (bytes == 0) return;
+  const size_t align = f.fp8 != 0 ? 4 : 2;
+  INFX_CHECK(block_bytes % align == 0 && reinterpret_cast<uintptr_t>(data) % align == 0 &&
+             (f.fp8 != 0 || (f.d_at % 2 == 0 && (f.min_at < 0 || f.min_at % 2 == 0))));
   DummyWordsKernel<<<1024, 256, 0, s>>>(static_cast<uint8_t*>(data), bytes, seed, f.fp8);
   INFX_CUDA_CHECK_LAUNCH();
   DummyScalesKernel<<<1024, 256, 0, s>>>(static_cast<uint8_t*>(data), bytes / block_bytes, block_bytes, seed, f);
