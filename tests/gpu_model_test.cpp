@@ -257,11 +257,14 @@ TEST_P(GpuTinyModel, BatchedSequencesMatchSeparateRuns) {
   expected.insert(expected.end(), fresh.begin(), fresh.end());
   Stats s;
   Accumulate(s, logits, expected, v);
+  // Rows off by more than the bound, by name: one such row is a router flip (a MoE model's expert choice
+  // under rounding noise), every row a batching bug.
   for (int64_t r = 0; r < static_cast<int64_t>(batch.tokens.size()); ++r) {
     double d = 0;
     for (int64_t i = 0; i < v; ++i) d = std::max(d, std::fabs(static_cast<double>(logits[r * v + i]) - expected[r * v + i]));
-    std::printf("[ metric ] %s batched row %lld: max|diff| %.4f, ref top-2 gap %.4f\n", GetParam().c_str(),
-                static_cast<long long>(r), d, TopGap(expected.data() + r * v, v));
+    if (d > s.Bound())
+      std::printf("[ metric ] %s batched row %lld: max|diff| %.4f, ref top-2 gap %.4f\n", GetParam().c_str(),
+                  static_cast<long long>(r), d, TopGap(expected.data() + r * v, v));
   }
   ExpectWithinTolerance(s, GetParam() + " batched vs separate");
 }
