@@ -16,8 +16,9 @@
 #             Qwen3-Next-80B-A3B with 24 layers at 0 and 131,072 (tg32, batch 1)
 #   ncu       per-kernel time and DRAM traffic of batch-1 decode steps ($NCU_MODEL config, default
 #             qwen3-8b; $NCU_ARGS added to the bench command, e.g. "--num-layers 4 --dummy-quant q4_k";
-#             $NCU_SKIP / $NCU_COUNT launches skipped / profiled; $NCU_KERNEL only kernels whose name
-#             matches that regex; $NCU_TAG names the log)
+#             $NCU_SKIP / $NCU_COUNT matching launches skipped / profiled, default 400 / 600; $NCU_KERNEL
+#             only kernels whose name matches that regex, default the decode path's kernels (not the
+#             dummy weights' fill kernels, one per tensor at load); $NCU_TAG names the log)
 #   ncudetail ncu's sections (speed of light, memory, occupancy, scheduler, warp stalls) for 2 launches of
 #             $NCU_KERNEL (same variables), e.g. NCU_KERNEL=DecodeMma NCU_MODEL=qwen3-next-80b-a3b
 #             NCU_ARGS="--num-layers 4 -d 131072"
@@ -115,16 +116,14 @@ bench_set() {
       -n 32 -r 1 ${args#*:} 2>&1 | tee -a "$OUT/$log.log" | grep -E "$pattern"
   done
 }
-# ncu: its binary; the launches to profile (NCU_KERNEL, a regex over kernel names, from launch NCU_SKIP
-# on, default 0; else NCU_SKIP / NCU_COUNT over all launches, defaults the two arguments); the bench it
-# runs (batch-1 decode of $NCU_MODEL with $NCU_ARGS, e.g. "--num-layers 4 -d 131072").
+# ncu: its binary; the launches to profile (the kernels whose names match NCU_KERNEL, default the decode
+# path's; NCU_SKIP / NCU_COUNT of them skipped / profiled, defaults the two arguments); the bench it runs
+# (batch-1 decode of $NCU_MODEL with $NCU_ARGS, e.g. "--num-layers 4 -d 131072").
+DECODE_KERNELS='Gemv|Moe|Gdn|Gated|Conv|Attention|Decode|Norm|Binary|Prep|Sigmoid|Combine|Routing|Embedding|Gather|Quant|Rope|Kv|Argmax|TopK|LogSumExp|Slice|Silu'
+
 ncu_bin() { command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1; }
 ncu_filter() {
-  if [ -n "${NCU_KERNEL:-}" ]; then
-    echo "-k regex:$NCU_KERNEL --launch-skip ${NCU_SKIP:-0} --launch-count ${NCU_COUNT:-$2}"
-  else
-    echo "--launch-skip ${NCU_SKIP:-$1} --launch-count ${NCU_COUNT:-$2}"
-  fi
+  echo "-k regex:${NCU_KERNEL:-$DECODE_KERNELS} --launch-skip ${NCU_SKIP:-$1} --launch-count ${NCU_COUNT:-$2}"
 }
 ncu_bench() {
   echo "$BUILD/bin/infernix bench --model $SRC/bench/configs/${NCU_MODEL:-qwen3-8b}.json --dummy-weights" \
@@ -159,7 +158,7 @@ for step in "$@"; do
     ncu)
       echo "== ncu: kernels of decode steps at batch 1 (${NCU_MODEL:-qwen3-8b} ${NCU_ARGS:-})"
       # shellcheck disable=SC2046  # ncu_filter's words are meant to split
-      timeout 240 "$(ncu_bin)" --clock-control none --graph-profiling node $(ncu_filter 4000 600) \
+      timeout 240 "$(ncu_bin)" --clock-control none --graph-profiling node $(ncu_filter 400 600) \
         --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum \
         --csv --print-units base $(ncu_bench) > "$OUT/ncu${NCU_TAG:-}.csv" 2> "$OUT/ncu${NCU_TAG:-}.err"
       echo "ncu: exit $?"; tail -3 "$OUT/ncu${NCU_TAG:-}.err"
@@ -167,7 +166,7 @@ for step in "$@"; do
     ncudetail)
       echo "== ncu sections: ${NCU_KERNEL:-every kernel} in decode steps (${NCU_MODEL:-qwen3-8b} ${NCU_ARGS:-})"
       # shellcheck disable=SC2046  # the same
-      timeout 280 "$(ncu_bin)" --clock-control none --graph-profiling node $(ncu_filter 4000 2) \
+      timeout 280 "$(ncu_bin)" --clock-control none --graph-profiling node $(ncu_filter 400 2) \
         --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats \
         --section SchedulerStats --section WarpStateStats $(ncu_bench) > "$OUT/ncudetail${NCU_TAG:-}.txt" 2>&1
       echo "ncu: exit $?"
