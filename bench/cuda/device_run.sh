@@ -21,7 +21,8 @@
 #             dummy weights' fill kernels, one per tensor at load); $NCU_TAG names the log)
 #   ncudetail ncu's sections (speed of light, memory, occupancy, scheduler, warp stalls) for 2 launches of
 #             $NCU_KERNEL (same variables), e.g. NCU_KERNEL=DecodeMma NCU_MODEL=qwen3-next-80b-a3b
-#             NCU_ARGS="--num-layers 4 -d 131072"
+#             NCU_ARGS="--num-layers 4 -d 131072"; $NCU_SECTIONS adds ncu arguments, e.g. "--section
+#             SourceCounters --section MemoryWorkloadAnalysis_Tables" (stalls by source line: -lineinfo)
 #   gemvbench the decode GEMVs alone (bench/cuda/gemv_bench.cpp) for $GEMV_TYPES (default bf16, bf16 with
 #             each way of fusing the norms, q8_0, q4_k, f8_e4m3_b128) at 1 and 8 tokens
 #   sanitize  compute-sanitizer memcheck over the gpu tests
@@ -164,11 +165,11 @@ for step in "$@"; do
       echo "ncu: exit $?"; tail -3 "$OUT/ncu${NCU_TAG:-}.err"
       python3 "$ROOT/bench/cuda/ncu_summary.py" "$OUT/ncu${NCU_TAG:-}.csv" ;;
     ncudetail)
-      echo "== ncu sections: ${NCU_KERNEL:-every kernel} in decode steps (${NCU_MODEL:-qwen3-8b} ${NCU_ARGS:-})"
+      echo "== ncu sections: ${NCU_KERNEL:-the decode path kernels} in decode steps (${NCU_MODEL:-qwen3-8b} ${NCU_ARGS:-})"
       # shellcheck disable=SC2046  # the same
       timeout 280 "$(ncu_bin)" --clock-control none --graph-profiling node $(ncu_filter 400 2) \
         --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats \
-        --section SchedulerStats --section WarpStateStats $(ncu_bench) > "$OUT/ncudetail${NCU_TAG:-}.txt" 2>&1
+        --section SchedulerStats --section WarpStateStats ${NCU_SECTIONS:-} $(ncu_bench) > "$OUT/ncudetail${NCU_TAG:-}.txt" 2>&1
       echo "ncu: exit $?"
       grep -vE "^(tg|pp|model|device|\|)|^\s*$|^ *-+ *$" "$OUT/ncudetail${NCU_TAG:-}.txt" | grep -vE "^==PROF==" | head -${NCU_LINES:-150} ;;
     gemvbench)
