@@ -25,6 +25,9 @@
 #             SourceCounters --section MemoryWorkloadAnalysis_Tables" (stalls by source line: -lineinfo)
 #   gemvbench the decode GEMVs alone (bench/cuda/gemv_bench.cpp) for $GEMV_TYPES (default bf16, bf16 with
 #             each way of fusing the norms, q8_0, q4_k, f8_e4m3_b128) at 1 and 8 tokens
+#   moegemvbench the decode experts alone (bench/cuda/moe_gemv_bench.cpp: Qwen3-Next-80B-A3B's experts, 8
+#             layers in one graph) for $MOE_GEMV_TYPES (default bf16, bf16 with the norm epilogue,
+#             f8_e4m3_b128) at $MOE_GEMV_TOKENS tokens (default 1,8)
 #   sanitize  compute-sanitizer memcheck over the gpu tests
 #   racecheck compute-sanitizer racecheck (shared-memory hazards) over the op tests; set GTEST_FILTER to the
 #             kernels at hand: it is slow
@@ -73,6 +76,7 @@ for step in "$@"; do
     models) need=gpu_model_test ;;
     sanitize) need="backend_cuda_test gpu_model_test" ;;
     gemvbench) need=gemv_bench ;;
+    moegemvbench) need=moe_gemv_bench ;;
     bench | qbench | moebench | moedecode | hybrid | longctx | ncu | ncudetail) need=infernix ;;
     *) echo "device_run.sh: unknown step '$step' (see the list at the top of this script)" >&2; exit 2 ;;
   esac
@@ -85,7 +89,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --f
 cat "$OUT/gpu.txt"
 # The benchmarks under bench/ (Google Benchmark) only when a step needs one of them.
 bench=OFF
-case " $* " in *" gemvbench "*) bench=ON ;; esac
+case " $* " in *" gemvbench "* | *" moegemvbench "*) bench=ON ;; esac
 echo "== configure"
 cmake -S "$SRC" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DINFERNIX_CUDA_ARCHITECTURES=90 \
   -DINFERNIX_BUILD_BENCH=$bench -DINFERNIX_CUDA_PTXAS_VERBOSE=ON > "$OUT/configure.log" 2>&1 ||
@@ -179,6 +183,15 @@ for step in "$@"; do
         [ "$flags" = "$t" ] && flags=""
         # shellcheck disable=SC2086  # the extra flags are meant to split
         timeout 200 "$BUILD"/bin/gemv_bench --type ${t%%:*} --tokens 1,8 $flags 2>&1 | tee -a "$OUT/gemv_bench.log"
+      done ;;
+    moegemvbench)
+      echo "== the decode experts alone"
+      for t in ${MOE_GEMV_TYPES:-bf16 bf16:--norm f8_e4m3_b128}; do  # type[:extra flags]
+        flags=${t#*:}
+        [ "$flags" = "$t" ] && flags=""
+        # shellcheck disable=SC2086  # the extra flags are meant to split
+        timeout 200 "$BUILD"/bin/moe_gemv_bench --type ${t%%:*} --tokens ${MOE_GEMV_TOKENS:-1,8} $flags 2>&1 |
+          tee -a "$OUT/moe_gemv_bench.log"
       done ;;
     sanitize)
       echo "== compute-sanitizer memcheck"
