@@ -26,8 +26,8 @@
 #   gemvbench the decode GEMVs alone (bench/cuda/gemv_bench.cpp) for $GEMV_TYPES (default bf16, bf16 with
 #             each way of fusing the norms, q8_0, q4_k, f8_e4m3_b128) at 1 and 8 tokens
 #   moegemvbench the decode experts alone (bench/cuda/moe_gemv_bench.cpp: Qwen3-Next-80B-A3B's experts, 8
-#             layers in one graph) for $MOE_GEMV_TYPES (default bf16 and f8_e4m3_b128 with the down pass split
-#             as the backend splits it and unsplit, bf16 with the norm epilogue) at $MOE_GEMV_TOKENS (1,8)
+#             layers in one graph) for $MOE_GEMV_TYPES (default bf16, bf16 with the norm epilogue,
+#             f8_e4m3_b128) at $MOE_GEMV_TOKENS tokens (default 1,8)
 #   sanitize  compute-sanitizer memcheck over the gpu tests
 #   racecheck compute-sanitizer racecheck (shared-memory hazards) over the op tests; set GTEST_FILTER to the
 #             kernels at hand: it is slow
@@ -186,7 +186,7 @@ for step in "$@"; do
       done ;;
     moegemvbench)
       echo "== the decode experts alone"
-      for t in ${MOE_GEMV_TYPES:-bf16 bf16:--parts=1 bf16:--norm f8_e4m3_b128 f8_e4m3_b128:--parts=1}; do  # type[:flags]
+      for t in ${MOE_GEMV_TYPES:-bf16 bf16:--norm f8_e4m3_b128}; do  # type[:extra flags]
         flags=${t#*:}
         [ "$flags" = "$t" ] && flags=""
         # shellcheck disable=SC2086  # the extra flags are meant to split

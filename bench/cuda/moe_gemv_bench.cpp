@@ -40,7 +40,6 @@ struct Options {
   int layers = 8, reps = 10;
   int64_t experts = 512, hidden = 2048, inter = 512, top_k = 10;
   bool shared = true, norm = false;
-  int parts = 0;  // the down pass's parts (MoeGemvSplit); 0: as the backend chooses (MoeGemvDownParts)
 };
 
 // One layer's expert weights: n_experts (+ 1 shared) experts' gate, up and down, in one buffer, and the
@@ -97,8 +96,6 @@ int Run(const Options& o) {
   if (o.layers < 1 || o.reps < 1 || o.experts < 1 || o.hidden < 1 || o.inter < 1 || o.top_k < 1 ||
       o.top_k > o.experts)
     ThrowError(ErrorCode::kInvalidArgument, "--layers, --reps and the shapes must be positive, --top-k at most --experts");
-  if (o.parts < 0 || o.parts > cuda::kMoeGemvMaxParts)
-    ThrowError(ErrorCode::kInvalidArgument, "--parts: 0 (the backend's choice) to {}", cuda::kMoeGemvMaxParts);
   if (o.norm && *std::max_element(tokens.begin(), tokens.end()) > cuda::kGemvNormMaxTokens)
     ThrowError(ErrorCode::kInvalidArgument, "--norm: the epilogue takes up to {} tokens", cuda::kGemvNormMaxTokens);
 
@@ -106,9 +103,6 @@ int Run(const Options& o) {
     ThrowError(ErrorCode::kUnsupported, "needs a GPU: {}", why);
   std::unique_ptr<Backend> backend = CreateCudaBackend(CudaOptions{});  // sets the kernels' attributes
   const CudaDeviceReport dev = MeasureCudaDevice(*backend);
-  const int parts = o.parts > 0 ? o.parts
-                                : cuda::MoeGemvDownParts(
-                                      o.hidden, static_cast<CudaBackend&>(*backend).properties().multiProcessorCount);
   cudaStream_t s = nullptr;
   INFX_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
 
@@ -149,9 +143,7 @@ int Run(const Options& o) {
       x(static_cast<size_t>(max_n * o.hidden) * 2, "x"), act(static_cast<size_t>(max_n * (o.top_k + 1) * o.inter) * 2, "act"),
       out(x.size_bytes(), "out"), residual(x.size_bytes(), "residual"), normed(x.size_bytes(), "normed"),
       norm_w(static_cast<size_t>(o.hidden) * 2, "norm weight"),
-      ss(static_cast<size_t>(max_n * ((o.hidden + 15) / 16)) * 4, "sums of squares"), counter(4, "counter"),
-      partial(static_cast<size_t>(max_n * ((o.hidden + 15) / 16) * parts * 16) * 4, "the down pass's parts"),
-      part_counters(static_cast<size_t>(max_n * ((o.hidden + 15) / 16)) * 4, "the down pass's counters");
+      ss(static_cast<size_t>(max_n * ((o.hidden + 15) / 16)) * 4, "sums of squares"), counter(4, "counter");
   INFX_CUDA_CHECK(cudaMemcpyAsync(ids_d.data(), ids.data(), ids_d.size_bytes(), cudaMemcpyHostToDevice, s));
   INFX_CUDA_CHECK(cudaMemcpyAsync(w_d.data(), w.data(), w_d.size_bytes(), cudaMemcpyHostToDevice, s));
   INFX_CUDA_CHECK(cudaMemcpyAsync(logit_d.data(), logit.data(), logit_d.size_bytes(), cudaMemcpyHostToDevice, s));
@@ -159,9 +151,6 @@ int Run(const Options& o) {
   cuda::LaunchDummyBf16(s, residual.data(), max_n * o.hidden, 2, 1.0f);
   cuda::LaunchDummyBf16(s, norm_w.data(), o.hidden, 3, 1.0f);
   INFX_CUDA_CHECK(cudaMemsetAsync(counter.data(), 0, 4, s));
-  INFX_CUDA_CHECK(cudaMemsetAsync(part_counters.data(), 0, part_counters.size_bytes(), s));
-  cuda::MoeGemvSplit split{};
-  if (parts > 1) split = {parts, static_cast<float*>(partial.data()), static_cast<int32_t*>(part_counters.data())};
   INFX_CUDA_CHECK(cudaStreamSynchronize(s));
 
   auto capture = [&](auto fn) {
@@ -176,11 +165,11 @@ int Run(const Options& o) {
   };
 
   std::printf("device: %s; measured copy bandwidth %.0f GB/s (read + write); %d layers of %lld %s experts "
-              "%lld x %lld, top %lld%s%s; the down pass in %d part%s\n",
+              "%lld x %lld, top %lld%s%s\n",
               dev.name.c_str(), dev.copy_bytes_per_s / 1e9, layers, static_cast<long long>(o.experts),
               o.type.c_str(), static_cast<long long>(o.hidden), static_cast<long long>(o.inter),
               static_cast<long long>(o.top_k), o.shared ? ", a shared expert beside them" : "",
-              o.norm ? ", the residual add and the norm as the down pass's epilogue" : "", parts, parts == 1 ? "" : "s");
+              o.norm ? ", the residual add and the norm as the down pass's epilogue" : "");
   std::printf("\n| tokens | experts read | us per layer | GB/s | of copy bandwidth |\n|---:|---:|---:|---:|---:|\n");
   for (int64_t n : tokens) {
     const std::set<int32_t> distinct(ids.begin(), ids.begin() + n * o.top_k);
@@ -201,7 +190,7 @@ int Run(const Options& o) {
                             static_cast<const int32_t*>(ids_d.data()),
                             o.shared ? static_cast<const float*>(logit_d.data()) : nullptr, n,
                             static_cast<int32_t>(o.top_k), layer[static_cast<size_t>(l)].ex, act.data(), out.data(),
-                            res, split);
+                            res);
       }
     });
     const double ms = cuda::MedianMs(s, 2, o.reps, [&] { INFX_CUDA_CHECK(cudaGraphLaunch(graph, s)); }) / layers;
@@ -230,8 +219,6 @@ int main(int argc, char** argv) {
   app.add_option("--intermediate", o.inter, "Expert intermediate size")->capture_default_str();
   app.add_flag("!--no-shared", o.shared, "No shared expert");
   app.add_flag("--norm", o.norm, "The residual add and the RMSNorm of the sum as the down pass's epilogue");
-  app.add_option("--parts", o.parts, "The down pass split into this many parts per tile (0: the backend's choice)")
-      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   try {
     return infernix::Run(o);

@@ -92,9 +92,6 @@ CudaBackend::CudaBackend(const CudaOptions& options)
   gdn_sums_ = cuda::DeviceBuffer(cuda::kGdnFusedMaxRows * 32 * sizeof(float), "DeltaNet norm sums");
   gdn_counter_ = cuda::DeviceBuffer(cuda::kGdnFusedMaxRows * sizeof(int32_t), "DeltaNet norm counters");
   INFX_CUDA_CHECK(cudaMemset(gdn_counter_.data(), 0, gdn_counter_.size_bytes()));
-  moe_split_counters_ = cuda::DeviceBuffer(
-      static_cast<size_t>(cuda::kMoeGemvMaxTokens) * cuda::kMoeGemvSplitMaxTiles * sizeof(int32_t), "MoE down-pass counters");
-  INFX_CUDA_CHECK(cudaMemset(moe_split_counters_.data(), 0, moe_split_counters_.size_bytes()));
   for (auto& e : staging_done_) INFX_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
 }
 
@@ -159,7 +156,7 @@ void CudaBackend::FlushPending() {
     case Pending::kMoe: {
       const PendingMoe& m = pending_moe_;
       recorder_.Launch(cuda::LaunchMoeGemv, m.x, m.weights, m.ids, m.shared_logit, m.n, m.top_k, m.table, m.act,
-                       m.out.data, m.res, m.split);
+                       m.out.data, m.res);
       break;
     }
     case Pending::kNorm:
@@ -181,14 +178,6 @@ void CudaBackend::HoldMoe(const PendingMoe& m) {
   FlushPending();
   pending_moe_ = m;
   pending_moe_.res = cuda::GemvResidual{};
-  pending_moe_.split = cuda::MoeGemvSplit{};
-  const int64_t tiles = (m.table.hidden + 15) / 16;
-  const int parts = cuda::MoeGemvDownParts(m.table.hidden, props_.multiProcessorCount);
-  if (parts > 1) {
-    pending_moe_.split.parts = parts;
-    pending_moe_.split.partial = Scratch(DType::kF32, {m.n * tiles * parts * 16}).as<float>();
-    pending_moe_.split.counters = static_cast<int32_t*>(moe_split_counters_.data());
-  }
   pending_ = Pending::kMoe;
   if (!options_.fuse) FlushPending();  // nothing joins it
 }

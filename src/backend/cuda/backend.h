@@ -224,7 +224,6 @@ class CudaBackend final : public Backend {
     void* act = nullptr;
     Tensor out;
     cuda::GemvResidual res{};
-    cuda::MoeGemvSplit split{};  // set by HoldMoe
   };
   PendingMoe pending_moe_;
   struct PendingCombine {  // kCombine: LaunchAttentionCombine's arguments
@@ -234,7 +233,7 @@ class CudaBackend final : public Backend {
     Tensor out;
   };
   PendingCombine pending_combine_;
-  // Holds LaunchMoeGemv (m.res empty, the down pass split as MoeGemvDownParts says) as Pending::kMoe.
+  // Holds LaunchMoeGemv (m.res empty) as Pending::kMoe.
   void HoldMoe(const PendingMoe& m);
   // Launches the held delta rule with its gates (and, when norm is set, the gated norm).
   void LaunchHeldDeltaRule(const cuda::GdnDecodeFusion* norm);
@@ -250,9 +249,6 @@ class CudaBackend final : public Backend {
   // The fused DeltaNet decode's gated norm (cuda::GdnDecodeFusion): sums of squares per (row, column block)
   // and a zero-initialised counter per row.
   cuda::DeviceBuffer gdn_sums_, gdn_counter_;
-  // Zero-initialised ints through which the parts of the experts' down pass elect the one that finishes
-  // a tile (cuda::MoeGemvSplit; left at zero).
-  cuda::DeviceBuffer moe_split_counters_;
 };
 
 }  // namespace infernix

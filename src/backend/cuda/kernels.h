@@ -402,23 +402,8 @@ constexpr int kMoeGemvMaxTokens = 15;
 constexpr int kMoeGemvTokenGroup = 8;
 constexpr int kMoeGemvMaxSlots = 33;
 bool MoeGemvFits(int64_t n, int32_t top_k, bool shared, const ExpertTable& ex);
-// The down pass split over its k (the token's slots): `parts` blocks per (16 rows, token), each summing a
-// run of the steps into `partial` (f32 [n, hidden / 16, parts, 16], scratch); the last of them to finish
-// (counted in counters[token * tiles + tile], zero-initialised ints, left at zero) adds the parts in
-// order and runs the epilogue. parts = 1: a block per (16 rows, token), as without it.
-constexpr int kMoeGemvMaxParts = 4;
-constexpr int64_t kMoeGemvSplitMaxTiles = 1024;  // hidden / 16 rows a split covers (counters: 15 x 1024)
-struct MoeGemvSplit {
-  int32_t parts = 1;
-  float* partial = nullptr;
-  int32_t* counters = nullptr;
-};
-// Parts for the down pass of experts of this hidden size on `sms` SMs: enough blocks for two per SM at one
-// token. A function of the shapes alone, so a token's sums run in the same order whatever its batch.
-int MoeGemvDownParts(int64_t hidden, int sms);
 void LaunchMoeGemv(cudaStream_t s, const void* x, const float* weights, const int32_t* ids, const float* shared_logit,
-                   int64_t n, int32_t top_k, ExpertTable ex, void* act, void* out, GemvResidual res,
-                   MoeGemvSplit split);
+                   int64_t n, int32_t top_k, ExpertTable ex, void* act, void* out, GemvResidual res);
 
 // ---- sampling-side reductions (sampling.cu); logits f32 [rows, cols] ----
 void LaunchArgmaxRows(cudaStream_t s, const float* logits, int64_t rows, int64_t cols, int32_t* ids);

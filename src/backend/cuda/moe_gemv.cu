@@ -16,10 +16,6 @@
 //  - MoeGemvDownKernel: a block per (16 output rows, token): out[t, rows] = the sum over t's S slots of
 //    down_e[rows] . act[slot], one product over k = S * inter (a token's act rows are contiguous) whose
 //    weight rows change expert every inter values; the warps' partial sums are added in a fixed order.
-//    With MoeGemvSplit (few row tiles for the SMs: one token of a 2048-wide model is 128 tiles) the product
-//    is cut into `parts` runs of steps, a block each; each writes its 16 sums, and the last to finish
-//    (a counter per tile) adds them in order and runs the epilogue, so that twice the blocks stream the
-//    weights. The parts depend on the shapes and the device only, never on the batch.
 //    The residual add after the layer (and the norm of the sum that follows it) can be its epilogue, as
 //    for the decode GEMV (gemv_epilogue.cuh, GemvResidual): each (16 rows, token) block adds its rows to
 //    the residual and leaves their sum of squares; the last block to finish normalises the rows.
@@ -45,7 +41,6 @@ struct MoeGemvArgs {
   bf16* act;  // [n * S, inter]
   bf16* out;  // [n, hidden]
   GemvResidual res;
-  MoeGemvSplit split;
 };
 
 // The routing weight of slot j of token t.
@@ -240,18 +235,15 @@ __global__ void __launch_bounds__(32 * kWarps) MoeGemvUpKernel(MoeGemvArgs a) {
 }
 
 template <int W, int kU>
-__global__ void __launch_bounds__(32 * kWarps, kU == kUnroll ? 2 : 1) MoeGemvDownKernel(MoeGemvArgs a) {
+__global__ void __launch_bounds__(32 * kWarps) MoeGemvDownKernel(MoeGemvArgs a) {
   AllowDependentLaunch();
   constexpr int kMaxSlots = kMoeGemvMaxSlots;
   __shared__ float partial[kWarps][4][32];
   __shared__ const uint8_t* seg_w[kMaxSlots];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   const int hidden = static_cast<int>(a.ex.hidden), inter = static_cast<int>(a.ex.inter);
-  // Parts of one (rows, token) vary fastest, then tokens: the same rows of an expert two tokens chose (the
-  // shared one: all) come from L2.
-  const int parts = a.split.parts, part = static_cast<int>(blockIdx.x) % parts;
-  const int tile_token = static_cast<int>(blockIdx.x) / parts;  // row tile * n + token
-  const int token = tile_token % a.n, row0 = (tile_token / a.n) * 16;
+  // Tokens vary fastest: the same rows of an expert two tokens chose (the shared one: all) come from L2.
+  const int token = static_cast<int>(blockIdx.x) % a.n, row0 = (static_cast<int>(blockIdx.x) / a.n) * 16;
   const int64_t row_bytes = RowBytes<W>(inter);
   const int64_t og = min(row0 + g, hidden - 1) * row_bytes, oh = min(row0 + g + 8, hidden - 1) * row_bytes;
   WaitForPrevious();  // act comes from the up kernel, ids from the routing before it
@@ -260,47 +252,21 @@ __global__ void __launch_bounds__(32 * kWarps, kU == kUnroll ? 2 : 1) MoeGemvDow
     seg_w[j] = static_cast<const uint8_t*>(a.ex.down[j < a.top_k ? a.ids[token * a.top_k + j] : a.ex.n_experts]);
   }
   __syncthreads();
-  const int seg_steps = inter / 32, all_steps = a.slots * seg_steps;
-  // This part's steps [s_begin, s_end) of the token's product.
-  const int s_begin = part * all_steps / parts, s_end = (part + 1) * all_steps / parts;
+  const int seg_steps = inter / 32, steps = a.slots * seg_steps;
   const float inv_seg_steps = 1.0f / static_cast<float>(seg_steps);
   float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
   RowsProduct<W, kU>(
-      s_end - s_begin, warp, t, g == 0,  // column 0 is the token
-      a.act + static_cast<int64_t>(token) * a.slots * inter + static_cast<int64_t>(s_begin) * 32,  // its S act rows
+      steps, warp, t, g == 0,  // column 0 is the token
+      a.act + static_cast<int64_t>(token) * a.slots * inter,  // its S act rows, contiguous
       [&](int s, const uint8_t** rg, const uint8_t** rh) {
-        // Step s_begin + s is in the slot seg: / seg_steps, exact in f32 for these small integers.
-        const int gs = s_begin + s;
-        const int seg = static_cast<int>((static_cast<float>(gs) + 0.5f) * inv_seg_steps);
+        // Step s is in the slot seg: s / seg_steps, exact in f32 for these small integers.
+        const int seg = static_cast<int>((static_cast<float>(s) + 0.5f) * inv_seg_steps);
         *rg = seg_w[seg] + og;
         *rh = seg_w[seg] + oh;
-        return gs - seg * seg_steps;
+        return s - seg * seg_steps;
       },
       acc);
-  float sum = ReduceTile(acc, partial, warp, lane);
-  // Threads q * 32 + ln with (q & 1) == 0 and (ln & 3) == 0 hold column 0 (the token) of row
-  // (ln >> 2) + (q >= 2 ? 8 : 0) of the tile.
-  const bool col0 = threadIdx.x < 128 && ((threadIdx.x >> 5) & 1) == 0 && (threadIdx.x & 3) == 0;
-  const int tile_row = ((threadIdx.x & 31) >> 2) + ((threadIdx.x >> 5) >= 2 ? 8 : 0);
-  if (parts > 1) {
-    __shared__ int last;
-    float* tile_parts = a.split.partial + static_cast<int64_t>(tile_token) * parts * 16;
-    if (col0) tile_parts[part * 16 + tile_row] = sum;
-    __threadfence();  // this part's sums are visible before it counts itself in
-    __syncthreads();
-    if (threadIdx.x == 0) last = atomicAdd(a.split.counters + tile_token, 1) == parts - 1;
-    __syncthreads();
-    if (!last) {  // the last part finishes the tile; every block still counts in for the norm
-      if (a.res.norm_out != nullptr) FinishResidualNorm(a.res, a.n, hidden);
-      return;
-    }
-    __threadfence();
-    if (col0) {
-      sum = 0.0f;
-      for (int p = 0; p < parts; ++p) sum += __ldcg(tile_parts + p * 16 + tile_row);  // in order: the same bits
-    }
-    if (threadIdx.x == 0) a.split.counters[tile_token] = 0;
-  }
+  const float sum = ReduceTile(acc, partial, warp, lane);
   __shared__ float tile_ss[4][4];  // res.norm_out: TileSquares (only column 0, the token, is non-zero)
   if (threadIdx.x < 128) {
     const int q = threadIdx.x >> 5, ln = threadIdx.x & 31;
@@ -323,7 +289,7 @@ template <int W>
 void LaunchPair(cudaStream_t s, const MoeGemvArgs& a, int64_t n, unsigned up_items, dim3 down_grid) {
   LaunchDependent(MoeGemvUpKernel<W, kUnroll>, dim3(up_items), dim3(32 * kWarps), 0, s, a);
   INFX_CUDA_CHECK_LAUNCH();
-  if (n <= 2 && a.split.parts == 1) {
+  if (n <= 2) {
     LaunchDependent(MoeGemvDownKernel<W, kDownUnrollFew>, down_grid, dim3(32 * kWarps), 0, s, a);
   } else {
     LaunchDependent(MoeGemvDownKernel<W, kUnroll>, down_grid, dim3(32 * kWarps), 0, s, a);
@@ -341,15 +307,8 @@ bool MoeGemvFits(int64_t n, int32_t top_k, bool shared, const ExpertTable& ex) {
          n * (top_k + 1) * ex.inter < (int64_t{1} << 30);
 }
 
-int MoeGemvDownParts(int64_t hidden, int sms) {
-  const int64_t tiles = (hidden + 15) / 16;
-  if (tiles > kMoeGemvSplitMaxTiles) return 1;
-  return static_cast<int>(std::clamp<int64_t>(2 * static_cast<int64_t>(sms) / tiles, 1, kMoeGemvMaxParts));
-}
-
 void LaunchMoeGemv(cudaStream_t s, const void* x, const float* weights, const int32_t* ids, const float* shared_logit,
-                   int64_t n, int32_t top_k, ExpertTable ex, void* act, void* out, GemvResidual res,
-                   MoeGemvSplit split) {
+                   int64_t n, int32_t top_k, ExpertTable ex, void* act, void* out, GemvResidual res) {
   if (n == 0) return;
   INFX_CHECK(MoeGemvFits(n, top_k, shared_logit != nullptr, ex));
   INFX_CHECK(res.out == nullptr || (n <= kGemvNormMaxTokens && res.in != nullptr &&
@@ -364,15 +323,11 @@ void LaunchMoeGemv(cudaStream_t s, const void* x, const float* weights, const in
                 ex,
                 static_cast<bf16*>(act),
                 static_cast<bf16*>(out),
-                res,
-                split};
-  INFX_CHECK(split.parts >= 1 && split.parts <= kMoeGemvMaxParts &&
-             (split.parts == 1 || (split.partial != nullptr && split.counters != nullptr &&
-                                   (ex.hidden + 15) / 16 <= kMoeGemvSplitMaxTiles)));
+                res};
   const int64_t up_tiles = (ex.inter + 15) / 16, down_tiles = (ex.hidden + 15) / 16;
   const int64_t shared_groups = shared_logit != nullptr ? (n + kMoeGemvTokenGroup - 1) / kMoeGemvTokenGroup : 0;
   const auto up_items = static_cast<unsigned>((n * top_k + shared_groups) * up_tiles);
-  const dim3 down_grid(static_cast<unsigned>(n * down_tiles * split.parts));
+  const dim3 down_grid(static_cast<unsigned>(n * down_tiles));
   if (ex.dtype == kBF16) {
     LaunchPair<kBF16>(s, a, n, up_items, down_grid);
   } else {

@@ -101,10 +101,6 @@ TEST(CudaMoeGemv, RoutedExpertsAtDecode) {
   // Intermediate 768: 24 steps of 32 values per expert in the down pass.
   const ExpertSet moe30 = MakeExperts(rig, 16, 1024, 768, 3200);
   for (int64_t n : {1, 5}) CheckExperts(rig, moe30, nullptr, n, 1024, 8, 3300 + n, "routed, I=768");
-  // Hidden 4096: 256 row tiles, the down pass unsplit on an H200 (MoeGemvDownParts; 2048 splits it in two,
-  // 1024 and the tiny shapes in four).
-  const ExpertSet wide = MakeExperts(rig, 8, 4096, 256, 3600);
-  for (int64_t n : {1, 2, 5}) CheckExperts(rig, wide, nullptr, n, 4096, 4, 3700 + n, "routed, hidden 4096");
   // The tiny fixtures' shapes (hidden 128, intermediate 64, 8 experts, top 2): 4 steps of k, 8 warps.
   const ExpertSet tiny = MakeExperts(rig, 8, 128, 64, 3400);
   for (int64_t n : {1, 2, 3, 5, 8, 11}) CheckExperts(rig, tiny, nullptr, n, 128, 2, 3500 + n, "routed, tiny");
