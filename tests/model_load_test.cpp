@@ -2,6 +2,7 @@
 // malformed input giving an error that names the file and the problem.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -65,6 +66,19 @@ TEST_F(ModelLoadTest, ShardedCheckpointGivesTheSameLogits) {
   auto b = LoadModel(single, backend);
   std::vector<int32_t> ids = {1, 2, 3, 100, 4000};
   EXPECT_EQ(PromptLogits(*a, ids), PromptLogits(*b, ids));
+}
+
+// Dummy weights of a GGUF block type keep the routers (and Qwen3-Next's shared-expert gate) in f32, as
+// llama.cpp's files do: the MoE models load them and a forward pass stays finite.
+TEST_F(ModelLoadTest, DummyQuantizedWeightsWithFloatRouters) {
+  for (const char* model : {"qwen3-moe-tiny", "qwen3-next-tiny"}) {
+    DirFileSet files(ModelDir(model));
+    CpuBackend backend(2);
+    auto m = LoadModelWithDummyWeights(LoadModelConfig(files), backend, 5, DType::kQ8_0);
+    const std::vector<float> logits = PromptLogits(*m, {1, 2, 3, 100, 4000});
+    ASSERT_FALSE(logits.empty()) << model;
+    for (float v : logits) ASSERT_TRUE(std::isfinite(v)) << model;
+  }
 }
 
 TEST_F(ModelLoadTest, MtpAndVisionTensorsAreSkipped) {

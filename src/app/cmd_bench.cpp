@@ -57,6 +57,7 @@ DType ParseDummyQuant(const std::string& name) {
 // the LM head; MoE layers count `experts_read` routed experts.
 struct ModelCounts {
   double linear_params = 0;       // per token (with top_k experts)
+  double router_params = 0;       // of them, the MoE routers and shared-expert gates
   double lm_head_params = 0;
   double attention_flops_per_pair = 0;  // FLOPs per (query, key) pair summed over attention layers
   double kv_bytes_per_token = 0;
@@ -84,7 +85,12 @@ double LayerParams(const ModelConfig& c, int l, double experts) {
 
 ModelCounts Count(const ModelConfig& c, double experts_per_moe_layer) {
   ModelCounts m;
-  for (int l = 0; l < c.num_layers; ++l) m.linear_params += LayerParams(c, l, experts_per_moe_layer);
+  for (int l = 0; l < c.num_layers; ++l) {
+    m.linear_params += LayerParams(c, l, experts_per_moe_layer);
+    if (c.mlp_types[static_cast<size_t>(l)] == MlpType::kMoe)
+      m.router_params += static_cast<double>(c.hidden_size) *
+                         static_cast<double>(c.num_experts + (c.shared_expert_intermediate_size > 0 ? 1 : 0));
+  }
   m.lm_head_params = static_cast<double>(c.vocab_size) * static_cast<double>(c.hidden_size);
   const double attn_layers = c.CountLayers(LayerType::kFullAttention);
   m.attention_flops_per_pair = attn_layers * 4.0 * c.num_heads * c.head_dim;  // QK^T and PV
@@ -232,11 +238,14 @@ void Run(const BenchOptions& o) {
       double step_s = t / static_cast<double>(o.n_gen);
       // Bytes read per step: every weight but the embedding table, and the K/V of each sequence's context.
       double avg_context = static_cast<double>(first) + (static_cast<double>(o.n_gen) + 1) / 2;
-      // Quantized dummy weights: bytes per parameter of their type (routers stay bf16; a small error).
+      // Quantized dummy weights: bytes per parameter of their type; the routers f32 with a GGUF type, else
+      // bf16 (model/dummy_weights.h).
       const double weight_bytes_per_param =
           static_cast<double>(DTypeBlockBytes(linear_dtype)) / static_cast<double>(DTypeBlockSize(linear_dtype));
-      double bytes =
-          weight_bytes_per_param * (mc.linear_params + mc.lm_head_params) + b * avg_context * mc.kv_bytes_per_token;
+      const bool gguf = IsBlockQuantized(linear_dtype) && linear_dtype != DType::kF8E4M3B128;
+      const double router_bytes_per_param = gguf ? 4.0 : 2.0;
+      double bytes = weight_bytes_per_param * (mc.linear_params - mc.router_params + mc.lm_head_params) +
+                     router_bytes_per_param * mc.router_params + b * avg_context * mc.kv_bytes_per_token;
       std::string test = "tg" + std::to_string(o.n_gen);
       if (depth > 0) test += " @ d" + std::to_string(depth);
       Row row{test, b, depth, b / step_s, step_s * 1e3, -1, ""};
@@ -288,7 +297,8 @@ void RegisterBenchCommand(CLI::App& app) {
   cmd->add_option("--dummy-quant", o->dummy_quant,
                   "With --dummy-weights: make the projection weights random blocks of this type (a GGUF block "
                   "type: q4_0, q4_1, q5_0, q5_1, q8_0, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs; or "
-                  "f8_e4m3_b128: FP8 checkpoints); the embedding and the routers stay bf16");
+                  "f8_e4m3_b128: FP8 checkpoints); the embedding stays bf16, the MoE routers are f32 with a "
+                  "GGUF type (as llama.cpp's files keep them) and bf16 with FP8");
   cmd->callback([o] { Run(*o); });
 }
 

@@ -56,6 +56,11 @@ float DummyWeightSource::Scale(const std::string& name, const Shape& shape, bool
 
 uint64_t DummyWeightSource::Seed(const std::string& name) const { return SplitMix64(seed_ ^ HashName(name)); }
 
+bool DummyWeightSource::FloatRouter(const std::string& name) const {
+  return IsBlockQuantized(linear_dtype_) && linear_dtype_ != DType::kF8E4M3B128 &&
+         (EndsWith(name, "mlp.gate.weight") || EndsWith(name, "shared_expert_gate.weight"));
+}
+
 bool DummyWeightSource::Quantized(const std::string& name, const Shape& shape) const {
   return IsBlockQuantized(linear_dtype_) && shape.ndim == 2 && !EndsWith(name, "embed_tokens.weight") &&
          !EndsWith(name, "mlp.gate.weight") && !EndsWith(name, "shared_expert_gate.weight") &&
@@ -66,7 +71,7 @@ std::optional<Tensor> DummyWeightSource::MakeOnBackend(const std::string& name, 
                                                        Backend& backend) {
   bool unit_offset = false;
   const float scale = Scale(name, expected, &unit_offset);
-  if (unit_offset || expected.numel() < (int64_t{1} << 19)) return std::nullopt;
+  if (unit_offset || expected.numel() < (int64_t{1} << 19) || FloatRouter(name)) return std::nullopt;
   return backend.MakeDummyWeight(Quantized(name, expected) ? linear_dtype_ : DType::kBF16, expected, Seed(name), scale);
 }
 
@@ -82,16 +87,23 @@ Tensor DummyWeightSource::Get(const std::string& name, const Shape& expected) {
     made_.emplace(name, std::move(packed));
     return view;
   }
-  auto buffer = std::make_unique<HostBuffer>(DType::kBF16, expected);
+  const bool f32 = FloatRouter(name);
+  auto buffer = std::make_unique<HostBuffer>(f32 ? DType::kF32 : DType::kBF16, expected);
   const float offset = unit_offset ? 1.0f : 0.0f;
   const uint64_t base = Seed(name);
-  uint16_t* out = buffer->view().as<uint16_t>();
   const size_t n = static_cast<size_t>(expected.numel());
+  float* out_f32 = f32 ? buffer->view().as<float>() : nullptr;
+  uint16_t* out_bf16 = f32 ? nullptr : buffer->view().as<uint16_t>();
   auto fill = [&](size_t b, size_t e) {
     for (size_t i = b; i < e; ++i) {
       // Without an offset, the bits of Backend::MakeDummyWeight (tensor/dummy_values.h).
       const float v = scale * DummyUniform(base, i);
-      out[i] = F32ToBf16(offset == 0.0f ? v : offset + v);
+      const float w = offset == 0.0f ? v : offset + v;
+      if (f32) {
+        out_f32[i] = w;
+      } else {
+        out_bf16[i] = F32ToBf16(w);
+      }
     }
   };
   if (n < (size_t{1} << 17)) {

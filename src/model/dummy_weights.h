@@ -21,7 +21,8 @@ class ThreadPool;
 // "model." prefix, and lm_head.weight only when the embeddings are not tied. Every tensor is bf16, except
 // that with a block-quantized `linear_dtype` the 2-D projection weights (attention, DeltaNet, dense and
 // shared-expert and routed-expert MLPs, the LM head; not the embedding or routers) are random blocks of
-// that type (quant/random_blocks.h).
+// that type (quant/random_blocks.h), and with a GGUF block type the MoE routers and the shared expert's
+// gate are f32, as llama.cpp's quantized files keep them (FP8 checkpoints keep them in bf16).
 // Tensors are generated on first Get and kept for the source's lifetime. MakeOnBackend makes the large
 // ones (512 Ki elements or more, no norm offset; bf16 or random blocks) on a backend that can
 // (Backend::MakeDummyWeight: the CUDA backend fills device memory with the same bytes), so that tens of
@@ -43,6 +44,8 @@ class DummyWeightSource final : public WeightSource {
   uint64_t Seed(const std::string& name) const;
   // Whether `name` is made as random blocks of linear_dtype_ (else bf16).
   bool Quantized(const std::string& name, const Shape& shape) const;
+  // Whether `name` is a router made in f32 (a GGUF block type's file keeps them so).
+  bool FloatRouter(const std::string& name) const;
 
   ModelConfig config_;
   uint64_t seed_;

@@ -72,5 +72,34 @@ TEST(DummyWeights, TheCpuBackendTakesTheHostTensors) {
   EXPECT_FALSE(quantized.MakeOnBackend(kDown, {2048, 1024}, cpu).has_value());
 }
 
+// With a GGUF block type the routers are f32, as llama.cpp's files keep them (made on the host: the CUDA
+// backend makes only bf16 and block types); FP8 checkpoints keep them in bf16.
+TEST(DummyWeights, GgufTypesKeepTheRoutersInF32) {
+  ModelConfig c;
+  const char* router = "model.layers.0.mlp.gate.weight";
+  const char* shared_gate = "model.layers.0.mlp.shared_expert_gate.weight";
+  CpuBackend cpu;
+  for (DType t : {DType::kQ4_K, DType::kQ8_0}) {
+    DummyWeightSource src(c, 3, t);
+    const Tensor r = src.Get(router, {512, 2048});
+    ASSERT_EQ(r.dtype, DType::kF32) << DTypeName(t);
+    EXPECT_EQ(src.Get(shared_gate, {1, 2048}).dtype, DType::kF32);
+    EXPECT_EQ(src.Get(kDown, {2048, 512}).dtype, t);
+    const float bound = std::sqrt(3.0f / 2048.0f);
+    bool varied = false;
+    for (int64_t i = 0; i < r.shape.numel(); ++i) {
+      const float v = r.as<float>()[i];
+      ASSERT_LT(std::fabs(v), bound);
+      varied |= v != Bf16ToF32(F32ToBf16(v));  // not bf16 values widened
+    }
+    EXPECT_TRUE(varied);
+    EXPECT_FALSE(src.MakeOnBackend(router, {512, 2048}, cpu).has_value());
+  }
+  DummyWeightSource fp8(c, 3, DType::kF8E4M3B128);
+  EXPECT_EQ(fp8.Get(router, {512, 2048}).dtype, DType::kBF16);
+  DummyWeightSource bf16(c, 3);
+  EXPECT_EQ(bf16.Get(router, {512, 2048}).dtype, DType::kBF16);
+}
+
 }  // namespace
 }  // namespace infernix
