@@ -26,6 +26,7 @@
 #include "backend/cuda/kernels.h"
 #include "backend/cuda/memory.h"
 #include "backend/cuda/timing.h"
+#include "bench_util.h"
 #include "base/error.h"
 #include "base/int_list.h"
 #include "tensor/dtype.h"
@@ -96,15 +97,7 @@ int Run(const Options& o) {
     max_k = std::max(max_k, p.k);
     max_rows = std::max(max_rows, rows);
   }
-  size_t free_bytes = 0, total_bytes = 0;
-  INFX_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-  const size_t spare = size_t{2} << 30;
-  int layers = o.layers;
-  if (free_bytes < spare + layer_bytes) ThrowError(ErrorCode::kOutOfRange, "one layer ({:.2f} GB) does not fit in the GPU's free memory", static_cast<double>(layer_bytes) / 1e9);
-  if (static_cast<size_t>(layers) * layer_bytes > free_bytes - spare) {
-    layers = static_cast<int>((free_bytes - spare) / layer_bytes);
-    std::printf("only %d of the %d layers fit on the GPU: measuring %d\n", layers, o.layers, layers);
-  }
+  const int layers = bench::LayersThatFit(layer_bytes, o.layers);
 
   // Weights, one buffer per layer; x, the norm's input and weight, and the outputs shared by all.
   std::vector<cuda::DeviceBuffer> weights;
@@ -171,17 +164,6 @@ int Run(const Options& o) {
       cuda::LaunchQuantGemvMma(s, b, smem_optin);
     }
   };
-  // Captures fn's launches as one graph.
-  auto capture = [&](auto fn) {
-    cudaGraph_t g = nullptr;
-    cudaGraphExec_t exec = nullptr;
-    INFX_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-    fn();
-    INFX_CUDA_CHECK(cudaStreamEndCapture(s, &g));
-    INFX_CUDA_CHECK(cudaGraphInstantiate(&exec, g, 0));
-    INFX_CUDA_CHECK(cudaGraphDestroy(g));
-    return exec;
-  };
 
   std::printf("device: %s; measured copy bandwidth %.0f GB/s (read + write); %d layers of %s weights, %.2f GB%s\n",
               dev.name.c_str(), dev.copy_bytes_per_s / 1e9, layers, o.type.c_str(),
@@ -195,7 +177,7 @@ int Run(const Options& o) {
       std::printf("| %lld | %s | %.1f | %.0f | %.1f%% |\n", static_cast<long long>(n), name.c_str(), ms * 1e3,
                   bytes / (ms * 1e-3) / 1e9, 100.0 * bytes / (ms * 1e-3) / dev.copy_bytes_per_s);
     };
-    cudaGraphExec_t chain = capture([&] {
+    cudaGraphExec_t chain = bench::CaptureGraph(s, [&] {
       for (int l = 0; l < layers; ++l)
         for (size_t p = 0; p < products.size(); ++p) launch(l, p, n);
     });
@@ -204,7 +186,7 @@ int Run(const Options& o) {
         static_cast<double>(layer_bytes) * layers);
     INFX_CUDA_CHECK(cudaGraphExecDestroy(chain));
     for (size_t p = 0; p < products.size(); ++p) {
-      cudaGraphExec_t alone = capture([&] {
+      cudaGraphExec_t alone = bench::CaptureGraph(s, [&] {
         for (int l = 0; l < layers; ++l) launch(l, p, n);
       });
       row(fmt::format("{} x {}", products[p].name, layers),

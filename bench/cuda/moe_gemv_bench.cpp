@@ -27,6 +27,7 @@
 #include "backend/cuda/kernels.h"
 #include "backend/cuda/memory.h"
 #include "backend/cuda/timing.h"
+#include "bench_util.h"
 #include "base/error.h"
 #include "base/int_list.h"
 #include "tensor/dtype.h"
@@ -49,11 +50,17 @@ struct LayerExperts {
   cuda::ExpertTable ex{};
 };
 
+// Experts per layer (the shared one as the table's last entry), and the bytes of one expert's gate (or up)
+// and of all three of its matrices.
+int64_t Entries(const Options& o) { return o.experts + (o.shared ? 1 : 0); }
+size_t UpBytes(DType type, const Options& o) { return RowBytes(type, o.hidden) * static_cast<size_t>(o.inter); }
+size_t ExpertBytes(DType type, const Options& o) {
+  return 2 * UpBytes(type, o) + RowBytes(type, o.inter) * static_cast<size_t>(o.hidden);
+}
+
 LayerExperts MakeLayer(cudaStream_t s, DType type, const Options& o, int layer) {
-  const int64_t entries = o.experts + (o.shared ? 1 : 0);
-  const size_t up_bytes = RowBytes(type, o.hidden) * static_cast<size_t>(o.inter);   // gate or up
-  const size_t down_bytes = RowBytes(type, o.inter) * static_cast<size_t>(o.hidden);  // down
-  const size_t expert_bytes = 2 * up_bytes + down_bytes;
+  const int64_t entries = Entries(o);
+  const size_t up_bytes = UpBytes(type, o), expert_bytes = ExpertBytes(type, o);
   LayerExperts l;
   l.weights = cuda::DeviceBuffer(expert_bytes * static_cast<size_t>(entries), "the expert benchmark's weights");
   if (type == DType::kBF16) {
@@ -106,20 +113,8 @@ int Run(const Options& o) {
   cudaStream_t s = nullptr;
   INFX_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
 
-  const int64_t entries = o.experts + (o.shared ? 1 : 0);
-  const size_t expert_bytes = 2 * RowBytes(type, o.hidden) * static_cast<size_t>(o.inter) +
-                              RowBytes(type, o.inter) * static_cast<size_t>(o.hidden);
-  size_t free_bytes = 0, total_bytes = 0;
-  INFX_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-  const size_t spare = size_t{2} << 30, layer_bytes = expert_bytes * static_cast<size_t>(entries);
-  if (free_bytes < spare + layer_bytes)
-    ThrowError(ErrorCode::kOutOfRange, "one layer's experts ({:.2f} GB) do not fit in the GPU's free memory",
-               static_cast<double>(layer_bytes) / 1e9);
-  int layers = o.layers;
-  if (static_cast<size_t>(layers) * layer_bytes > free_bytes - spare) {
-    layers = static_cast<int>((free_bytes - spare) / layer_bytes);
-    std::printf("only %d of the %d layers fit on the GPU: measuring %d\n", layers, o.layers, layers);
-  }
+  const size_t expert_bytes = ExpertBytes(type, o);
+  const int layers = bench::LayersThatFit(expert_bytes * static_cast<size_t>(Entries(o)), o.layers);
   std::vector<LayerExperts> layer;
   for (int l = 0; l < layers; ++l) layer.push_back(MakeLayer(s, type, o, l));
   if (!cuda::MoeGemvFits(1, static_cast<int32_t>(o.top_k), o.shared, layer[0].ex))
@@ -153,16 +148,6 @@ int Run(const Options& o) {
   INFX_CUDA_CHECK(cudaMemsetAsync(counter.data(), 0, 4, s));
   INFX_CUDA_CHECK(cudaStreamSynchronize(s));
 
-  auto capture = [&](auto fn) {
-    cudaGraph_t g = nullptr;
-    cudaGraphExec_t exec = nullptr;
-    INFX_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-    fn();
-    INFX_CUDA_CHECK(cudaStreamEndCapture(s, &g));
-    INFX_CUDA_CHECK(cudaGraphInstantiate(&exec, g, 0));
-    INFX_CUDA_CHECK(cudaGraphDestroy(g));
-    return exec;
-  };
 
   std::printf("device: %s; measured copy bandwidth %.0f GB/s (read + write); %d layers of %lld %s experts "
               "%lld x %lld, top %lld%s%s\n",
@@ -174,7 +159,7 @@ int Run(const Options& o) {
   for (int64_t n : tokens) {
     const std::set<int32_t> distinct(ids.begin(), ids.begin() + n * o.top_k);
     const size_t read = (distinct.size() + (o.shared ? 1 : 0)) * expert_bytes;
-    cudaGraphExec_t graph = capture([&] {
+    cudaGraphExec_t graph = bench::CaptureGraph(s, [&] {
       for (int l = 0; l < layers; ++l) {
         cuda::GemvResidual res{};
         if (o.norm) {
