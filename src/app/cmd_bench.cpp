@@ -17,6 +17,7 @@
 #include "base/error.h"
 #include "base/int_list.h"
 #include "engine/backend_factory.h"
+#include "model/dummy_weights.h"
 #include "model/model.h"
 
 namespace infernix {
@@ -238,12 +239,10 @@ void Run(const BenchOptions& o) {
       double step_s = t / static_cast<double>(o.n_gen);
       // Bytes read per step: every weight but the embedding table, and the K/V of each sequence's context.
       double avg_context = static_cast<double>(first) + (static_cast<double>(o.n_gen) + 1) / 2;
-      // Quantized dummy weights: bytes per parameter of their type; the routers f32 with a GGUF type, else
-      // bf16 (model/dummy_weights.h).
+      // Quantized dummy weights: bytes per parameter of their type; the routers' as DummyRouterDType says.
       const double weight_bytes_per_param =
           static_cast<double>(DTypeBlockBytes(linear_dtype)) / static_cast<double>(DTypeBlockSize(linear_dtype));
-      const bool gguf = IsBlockQuantized(linear_dtype) && linear_dtype != DType::kF8E4M3B128;
-      const double router_bytes_per_param = gguf ? 4.0 : 2.0;
+      const double router_bytes_per_param = static_cast<double>(DTypeSize(DummyRouterDType(linear_dtype)));
       double bytes = weight_bytes_per_param * (mc.linear_params - mc.router_params + mc.lm_head_params) +
                      router_bytes_per_param * mc.router_params + b * avg_context * mc.kv_bytes_per_token;
       std::string test = "tg" + std::to_string(o.n_gen);

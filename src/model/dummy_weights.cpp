@@ -23,7 +23,16 @@ uint64_t HashName(const std::string& s) {
   return h;
 }
 
+// The MoE router and the shared expert's gate.
+bool IsRouter(const std::string& name) {
+  return EndsWith(name, "mlp.gate.weight") || EndsWith(name, "shared_expert_gate.weight");
+}
+
 }  // namespace
+
+DType DummyRouterDType(DType linear_dtype) {
+  return IsBlockQuantized(linear_dtype) && linear_dtype != DType::kF8E4M3B128 ? DType::kF32 : DType::kBF16;
+}
 
 DummyWeightSource::DummyWeightSource(const ModelConfig& config, uint64_t seed, DType linear_dtype)
     : config_(config),
@@ -57,13 +66,12 @@ float DummyWeightSource::Scale(const std::string& name, const Shape& shape, bool
 uint64_t DummyWeightSource::Seed(const std::string& name) const { return SplitMix64(seed_ ^ HashName(name)); }
 
 bool DummyWeightSource::FloatRouter(const std::string& name) const {
-  return IsBlockQuantized(linear_dtype_) && linear_dtype_ != DType::kF8E4M3B128 &&
-         (EndsWith(name, "mlp.gate.weight") || EndsWith(name, "shared_expert_gate.weight"));
+  return DummyRouterDType(linear_dtype_) == DType::kF32 && IsRouter(name);
 }
 
 bool DummyWeightSource::Quantized(const std::string& name, const Shape& shape) const {
   return IsBlockQuantized(linear_dtype_) && shape.ndim == 2 && !EndsWith(name, "embed_tokens.weight") &&
-         !EndsWith(name, "mlp.gate.weight") && !EndsWith(name, "shared_expert_gate.weight") &&
+         !IsRouter(name) &&
          shape[1] % DTypeBlockSize(linear_dtype_) == 0;
 }
 

@@ -17,6 +17,10 @@ namespace infernix {
 
 class ThreadPool;
 
+// The dtype of the MoE routers (and the shared expert's gate) among dummy weights of `linear_dtype`: f32
+// for a GGUF block type, as llama.cpp's files keep them; bf16 otherwise (bf16, FP8 checkpoints).
+DType DummyRouterDType(DType linear_dtype);
+
 // Answers the binder with the split (canonical) layouts: per-expert tensors, in_proj_qkv/z/b/a, the
 // "model." prefix, and lm_head.weight only when the embeddings are not tied. Every tensor is bf16, except
 // that with a block-quantized `linear_dtype` the 2-D projection weights (attention, DeltaNet, dense and
