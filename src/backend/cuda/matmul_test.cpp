@@ -1,5 +1,7 @@
 // CPU-vs-CUDA tests of MatMul on each of its paths: the small-batch tensor-core GEMV (alone and
 // merged with its neighbours), cuBLASLt, and the CUDA-core fallback for other dtypes.
+#include <cstring>
+
 #include "backend/cuda/kernels.h"
 #include "backend/cuda/test_util.h"
 #include "base/error.h"
@@ -397,6 +399,53 @@ TEST(CudaMatMul, UnsupportedWeightTypeIsAClearError) {
     EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
     EXPECT_NE(std::string(e.what()).find(std::string(DTypeName(DType::kF8E4M3))), std::string::npos) << e.what();
   }
+}
+
+}  // namespace
+}  // namespace infernix
+
+namespace infernix {
+namespace {
+
+// Every E4M3 code decodes exactly on the GPU's bf16 path (E4m3x4ToBf16's integer conversion, used with
+// more than two tokens and by the expert GEMVs): block scales of 1 and one-hot rows of x pick single
+// weights, whose f32 products are the codes' values themselves (the E4M3 subnormals included, which a
+// flush to zero would lose). Row r, column c holds code (r + c) % 256 (NaN codes replaced by zero), so
+// every column reads all codes, the picked columns cover all four bytes of a word and both blocks.
+TEST(CudaMatMul, Fp8CodesDecodeExactlyOnTheBf16Path) {
+  INFX_REQUIRE_GPU();
+  Rig rig;
+  constexpr int64_t kRows = 256, kK = 256;
+  HostBuffer packed(DType::kF8E4M3B128, {kRows, kK});
+  auto code_at = [](int64_t r, int64_t c) {
+    const auto q = static_cast<uint8_t>((r + c) % 256);
+    return (q & 0x7f) == 0x7f ? uint8_t{0} : q;
+  };
+  auto* bytes = static_cast<uint8_t*>(packed.view().data);
+  const float one = 1.0f;
+  for (int64_t r = 0; r < kRows; ++r)
+    for (int64_t b = 0; b < kK / 128; ++b) {
+      uint8_t* block = bytes + (r * (kK / 128) + b) * 132;
+      std::memcpy(block, &one, 4);
+      for (int64_t j = 0; j < 128; ++j) block[4 + j] = code_at(r, b * 128 + j);
+    }
+  Pair w{rig.cpu.UploadWeight(packed.view()), rig.gpu.UploadWeight(packed.view())};
+  const int64_t cols[] = {0, 37, 130, 255};  // bytes 0, 1, 2, 3 of their words; blocks 0, 0, 1, 1
+  constexpr int64_t kN = 4;
+  std::vector<float> xv(static_cast<size_t>(kN * kK), 0.0f);
+  for (int64_t t = 0; t < kN; ++t) xv[static_cast<size_t>(t * kK + cols[t])] = 1.0f;
+  auto x = rig.Act({kN, kK}, xv);
+  auto out = rig.Out({kN, kRows}, DType::kF32);
+  rig.gpu.MatMul(x.gpu, w.gpu, out.gpu);
+  const std::vector<float> got = rig.Gpu(out.gpu);
+  int subnormals = 0;
+  for (int64_t t = 0; t < kN; ++t)
+    for (int64_t r = 0; r < kRows; ++r) {
+      const uint8_t q = code_at(r, cols[t]);
+      subnormals += (q & 0x78) == 0 && (q & 7) != 0 ? 1 : 0;
+      ASSERT_EQ(got[static_cast<size_t>(t * kRows + r)], F8E4M3ToF32(q)) << "code " << int{q} << ", token " << t;
+    }
+  EXPECT_EQ(subnormals, kN * 14);  // codes 0x01..0x07 and 0x81..0x87 in every column
 }
 
 }  // namespace
