@@ -9,12 +9,10 @@
 //
 // Slots: token t owns slots t * S + j. j < top_k is its j-th routed expert (ids, weights); with a shared
 // expert, j = top_k is that one (table entry n_experts, weight sigmoid(shared_logit[t])); S = top_k (+ 1).
-//  - MoeGemvUpKernel: work items (8 rows of inter, routed slot), then (8 rows, group of 8 tokens) of the
-//    shared expert (its rows read once per group, the tokens as the mma's columns): one tile whose rows g
-//    are gate's and rows g + 8 up's, of the same 8 rows, so that a block reads both in one pass of loads
-//    (a tile of gate, then one of up, waited for two rounds of memory latency, and half as many blocks
-//    made 1.33 waves on an H200 at Qwen3-Next's batch 1); act[slot, rows] = w_slot * silu(gate . x) *
-//    (up . x), in bf16 (the routing weight is folded in here, so the down pass is a plain sum).
+//  - MoeGemvUpKernel: work items (16 rows of inter, routed slot), then (16 rows, group of 8 tokens) of the
+//    shared expert (its rows read once per group, the tokens as the mma's columns): the gate tile, then the up
+//    tile of the same rows; act[slot, rows] = w_slot * silu(gate . x) * (up . x), in bf16 (the routing
+//    weight is folded in here, so the down pass is a plain sum).
 //  - MoeGemvDownKernel: a block per (16 output rows, token): out[t, rows] = the sum over t's S slots of
 //    down_e[rows] . act[slot], one product over k = S * inter (a token's act rows are contiguous) whose
 //    weight rows change expert every inter values; the warps' partial sums are added in a fixed order.
@@ -180,10 +178,9 @@ template <int W, int kU>
 __global__ void __launch_bounds__(32 * kWarps) MoeGemvUpKernel(MoeGemvArgs a) {
   AllowDependentLaunch();
   __shared__ float partial[kWarps][4][32];
-  __shared__ float up_sums[2][32];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   const int hidden = static_cast<int>(a.ex.hidden), inter = static_cast<int>(a.ex.inter);
-  const int row_tiles = (inter + 7) / 8;
+  const int row_tiles = (inter + 15) / 16;
   const int n_routed = a.n * a.top_k, routed_items = n_routed * row_tiles;
   const int item = static_cast<int>(blockIdx.x);
   // This item's slot j, its tokens [tok0, tok0 + n_tok) and rows. The routed slots vary fastest, so that
@@ -195,42 +192,44 @@ __global__ void __launch_bounds__(32 * kWarps) MoeGemvUpKernel(MoeGemvArgs a) {
     j = routed % a.top_k;
     n_tok = 1;
     local = item / n_routed;
-  } else {  // the shared expert: (8 rows, group of up to 8 tokens), the groups varying fastest
+  } else {  // the shared expert: (16 rows, group of up to 8 tokens), the groups varying fastest
     const int groups = (a.n + kMoeGemvTokenGroup - 1) / kMoeGemvTokenGroup, shared_item = item - routed_items;
     tok0 = (shared_item % groups) * kMoeGemvTokenGroup;
     n_tok = min(kMoeGemvTokenGroup, a.n - tok0);
     j = a.top_k;
     local = shared_item / groups;
   }
-  const int row0 = local * 8;
-  const int64_t o = min(row0 + g, inter - 1) * RowBytes<W>(hidden);  // row g of gate (tile row g), of up (g + 8)
+  const int row0 = local * 16;
+  const int64_t row_bytes = RowBytes<W>(hidden);
+  const int64_t og = min(row0 + g, inter - 1) * row_bytes, oh = min(row0 + g + 8, inter - 1) * row_bytes;
   const bool has_x = g < n_tok;
   const bf16* xt = a.x + static_cast<int64_t>(tok0 + (has_x ? g : 0)) * hidden;
   WaitForPrevious();  // ids and weights come from the routing kernel, x from before it
   const int e = j < a.top_k ? a.ids[tok0 * a.top_k + j] : a.ex.n_experts;
-  const uint8_t* gate_w = static_cast<const uint8_t*>(a.ex.gate[e]) + o;
-  const uint8_t* up_w = static_cast<const uint8_t*>(a.ex.up[e]) + o;
-  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-  RowsProduct<W, kU>(
-      hidden / 32, warp, t, has_x, xt,
-      [&](int s, const uint8_t** rg, const uint8_t** rh) {
-        *rg = gate_w;
-        *rh = up_w;
-        return s;
-      },
-      acc);
-  const float sum = ReduceTile(acc, partial, warp, lane);
-  // Threads q * 32 + ln (ReduceTile) hold row ln / 4, column 2 (ln & 3) + (q & 1): of gate for q < 2, of up
-  // for q >= 2; the gate threads take up's sums from shared memory.
-  const int q = static_cast<int>(threadIdx.x >> 5), ln = lane;
-  if (q == 2 || q == 3) up_sums[q - 2][ln] = sum;
-  __syncthreads();
-  if (q < 2) {
-    const int row = row0 + (ln >> 2), col = 2 * (ln & 3) + q;
-    if (row < inter && col < n_tok) {
-      const int token = tok0 + col;
-      const float v = SlotWeight(a, token, j) * SiluF(sum) * up_sums[q][ln];
-      a.act[static_cast<int64_t>(token * a.slots + j) * inter + row] = __float2bfloat16_rn(v);
+  const int steps = hidden / 32;
+  float gate = 0.0f;
+  for (int half = 0; half < 2; ++half) {
+    const uint8_t* w = static_cast<const uint8_t*>((half == 0 ? a.ex.gate : a.ex.up)[e]);
+    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    RowsProduct<W, kU>(
+        steps, warp, t, has_x, xt,
+        [&](int s, const uint8_t** rg, const uint8_t** rh) {
+          *rg = w + og;
+          *rh = w + oh;
+          return s;
+        },
+        acc);
+    const float sum = ReduceTile(acc, partial, warp, lane);
+    if (half == 0) {
+      gate = sum;
+    } else if (threadIdx.x < 128) {
+      const int q = threadIdx.x >> 5, ln = threadIdx.x & 31;
+      const int row = row0 + (ln >> 2) + (q >= 2 ? 8 : 0), col = 2 * (ln & 3) + (q & 1);
+      if (row < inter && col < n_tok) {
+        const int token = tok0 + col;
+        const float v = SlotWeight(a, token, j) * SiluF(gate) * sum;
+        a.act[static_cast<int64_t>(token * a.slots + j) * inter + row] = __float2bfloat16_rn(v);
+      }
     }
   }
 }
@@ -325,7 +324,7 @@ void LaunchMoeGemv(cudaStream_t s, const void* x, const float* weights, const in
                 static_cast<bf16*>(act),
                 static_cast<bf16*>(out),
                 res};
-  const int64_t up_tiles = (ex.inter + 7) / 8, down_tiles = (ex.hidden + 15) / 16;
+  const int64_t up_tiles = (ex.inter + 15) / 16, down_tiles = (ex.hidden + 15) / 16;
   const int64_t shared_groups = shared_logit != nullptr ? (n + kMoeGemvTokenGroup - 1) / kMoeGemvTokenGroup : 0;
   const auto up_items = static_cast<unsigned>((n * top_k + shared_groups) * up_tiles);
   const dim3 down_grid(static_cast<unsigned>(n * down_tiles));
