@@ -156,7 +156,7 @@ __device__ __forceinline__ void ConvStep(const GemvConv& cv, int64_t token, int6
 // epilogue a pair of tiles (i: gate, i + items: up).
 enum GemvTailKind : int { kTailNone = 0, kTailRoute = 1, kTailConv = 2 };
 template <int kTiles, int kUnroll, int kX, int kTail>
-__global__ void __launch_bounds__(32 * kWarps, 2) GemvKernel(GemvBatch p, GemvTail tail) {
+__global__ void __launch_bounds__(32 * kWarps, kTail == kTailConv ? 2 : 0) GemvKernel(GemvBatch p, GemvTail tail) {
   extern __shared__ __align__(16) uint8_t smem[];  // kGemvXNorm: the normalised rows
   AllowDependentLaunch();                          // the next kernel may get ready; it waits for this one's results
   int64_t total_tiles = 0;
@@ -186,136 +186,113 @@ __global__ void __launch_bounds__(32 * kWarps, 2) GemvKernel(GemvBatch p, GemvTa
   __shared__ float tile_ss[4][4];  // res.norm_out: TileSquares
   bool waited = false;
   const bool paired = p.silu_out != nullptr;
-  const int halves = paired ? 2 : 1;
   const int64_t items = paired ? total_tiles / 2 : total_tiles;
-  // The block's tiles in order: item blockIdx.x + u * gridDim.x, each of its halves in turn.
-  const int64_t my_tiles = (items > blockIdx.x ? (items - blockIdx.x + gridDim.x - 1) / gridDim.x : 0) * halves;
-  auto tile_at = [&](int64_t i) { return blockIdx.x + (i / halves) * gridDim.x + (i % halves) * items; };
-  // Tile `tile`'s segment, its index there, and the rows g and g + 8 that this thread reads.
-  auto locate = [&](int64_t tile, GemvSegment* sg, int64_t* local, const uint4** wg, const uint4** wh) {
-    *local = tile;
-    *sg = p.seg[0];
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const GemvSegment cur = p.seg[i];
-      const int64_t tiles = (cur.rows + 15) / 16;
-      if (i < p.n_segments) {
-        *sg = cur;
-        if (*local < tiles) break;
-        *local -= tiles;
-      }
-    }
-    const bf16* w = static_cast<const bf16*>(sg->w);
-    *wg = reinterpret_cast<const uint4*>(w + min(*local * 16 + g, sg->rows - 1) * k);
-    *wh = reinterpret_cast<const uint4*>(w + min(*local * 16 + g + 8, sg->rows - 1) * k);
-  };
-  uint4 a[kUnroll], b[kUnroll];
-  auto load_weights = [&](const uint4* wg, const uint4* wh, int64_t s0) {
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      int64_t c = (s0 + u * kWarps) * 4 + t;
-      bool ok = c < chunks;
-      a[u] = ok ? __ldcs(wg + c) : zero;
-      b[u] = ok ? __ldcs(wh + c) : zero;
-    }
-  };
-  if (my_tiles > 0) {  // the first tile's first loads, before the wait (weights never change)
-    GemvSegment sg;
-    int64_t local;
-    const uint4 *wg, *wh;
-    locate(tile_at(0), &sg, &local, &wg, &wh);
-    load_weights(wg, wh, warp);
-  }
   float gate = 0.0f;  // paired: this thread's sum of the gate tile, for the up tile's epilogue
-  for (int64_t ti = 0; ti < my_tiles; ++ti) {
-    const int64_t tile = tile_at(ti);
-    const int half = static_cast<int>(ti % halves);
-    GemvSegment sg;
-    int64_t local;
-    const uint4 *wg, *wh;
-    locate(tile, &sg, &local, &wg, &wh);
-    const int64_t rows = sg.rows, row0 = local * 16;
-    float acc[kTiles][4];
+  for (int64_t item = blockIdx.x; item < items; item += gridDim.x)
+    for (int half = 0; half < (paired ? 2 : 1); ++half) {
+      const int64_t tile = item + half * items;
+      // This tile's segment and first row.
+      int64_t local = tile;
+      GemvSegment sg = p.seg[0];
 #pragma unroll
-    for (int j = 0; j < kTiles; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
-    if (!waited) {  // x is ready (no-op without a programmatic launch)
-      WaitForPrevious();
-      if constexpr (kX == kGemvXNorm) StageNormedX(p.pro, static_cast<int>(n), static_cast<int>(k), xs);
-      waited = true;
-    }
-    for (int64_t s0 = warp; s0 < steps; s0 += kWarps * kUnroll) {
-      if (s0 != warp) load_weights(wg, wh, s0);
-      uint4 xr[kUnroll][kTiles];
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
-        int64_t c = (s0 + u * kWarps) * 4 + t;
-        bool ok = c < chunks;
-#pragma unroll
-        for (int j = 0; j < kTiles; ++j) xr[u][j] = ok && xv[j] ? load_x(j, c) : zero;
-      }
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
-#pragma unroll
-        for (int j = 0; j < kTiles; ++j) {
-          MmaBf16(acc[j], a[u].x, b[u].x, a[u].y, b[u].y, xr[u][j].x, xr[u][j].y);
-          MmaBf16(acc[j], a[u].z, b[u].z, a[u].w, b[u].w, xr[u][j].z, xr[u][j].w);
+      for (int i = 0; i < 4; ++i) {
+        const GemvSegment cur = p.seg[i];
+        const int64_t tiles = (cur.rows + 15) / 16;
+        if (i < p.n_segments) {
+          sg = cur;
+          if (local < tiles) break;
+          local -= tiles;
         }
       }
-    }
-    // The next tile's first loads go out now, into the registers this tile's last round has consumed:
-    // they arrive while this tile's sums are added and stored, and the memory pipe does not drain
-    // between the block's tiles.
-    if (ti + 1 < my_tiles) {
-      GemvSegment nsg;
-      int64_t nlocal;
-      const uint4 *nwg, *nwh;
-      locate(tile_at(ti + 1), &nsg, &nlocal, &nwg, &nwh);
-      load_weights(nwg, nwh, warp);
-    }
+      const int64_t rows = sg.rows, row0 = local * 16;
+      const bf16* w = static_cast<const bf16*>(sg.w);
+      const uint4* wg = reinterpret_cast<const uint4*>(w + min(row0 + g, rows - 1) * k);
+      const uint4* wh = reinterpret_cast<const uint4*>(w + min(row0 + g + 8, rows - 1) * k);
+      float acc[kTiles][4];
+#pragma unroll
+      for (int j = 0; j < kTiles; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
+      uint4 a[kUnroll], b[kUnroll];
+      auto load_weights = [&](int64_t s0) {
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+          int64_t c = (s0 + u * kWarps) * 4 + t;
+          bool ok = c < chunks;
+          a[u] = ok ? __ldcs(wg + c) : zero;
+          b[u] = ok ? __ldcs(wh + c) : zero;
+        }
+      };
+      load_weights(warp);
+      if (!waited) {  // x is ready (no-op without a programmatic launch)
+        WaitForPrevious();
+        if constexpr (kX == kGemvXNorm) StageNormedX(p.pro, static_cast<int>(n), static_cast<int>(k), xs);
+        waited = true;
+      }
+      for (int64_t s0 = warp; s0 < steps; s0 += kWarps * kUnroll) {
+        if (s0 != warp) load_weights(s0);
+        uint4 xr[kUnroll][kTiles];
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+          int64_t c = (s0 + u * kWarps) * 4 + t;
+          bool ok = c < chunks;
+#pragma unroll
+          for (int j = 0; j < kTiles; ++j) xr[u][j] = ok && xv[j] ? load_x(j, c) : zero;
+        }
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+#pragma unroll
+          for (int j = 0; j < kTiles; ++j) {
+            MmaBf16(acc[j], a[u].x, b[u].x, a[u].y, b[u].y, xr[u][j].x, xr[u][j].y);
+            MmaBf16(acc[j], a[u].z, b[u].z, a[u].w, b[u].w, xr[u][j].z, xr[u][j].w);
+          }
+        }
+      }
 
 #pragma unroll
-    for (int j = 0; j < kTiles; ++j)
+      for (int j = 0; j < kTiles; ++j)
 #pragma unroll
-      for (int q = 0; q < 4; ++q) partial[warp][j * 4 + q][lane] = acc[j][q];
-    __syncthreads();
-    if (threadIdx.x < kTiles * 4 * 32) {
-      int q = threadIdx.x >> 5, ln = threadIdx.x & 31;
-      float sum = 0;
+        for (int q = 0; q < 4; ++q) partial[warp][j * 4 + q][lane] = acc[j][q];
+      __syncthreads();
+      if (threadIdx.x < kTiles * 4 * 32) {
+        int q = threadIdx.x >> 5, ln = threadIdx.x & 31;
+        float sum = 0;
 #pragma unroll
-      for (int i = 0; i < kWarps; ++i) sum += partial[i][q][ln];
-      int j = q >> 2, e = q & 3;
-      int64_t row = row0 + (ln >> 2) + (e >= 2 ? 8 : 0);
-      int64_t token = j * 8 + 2 * (ln & 3) + (e & 1);
-      float h = 0.0f;  // res: this row of token's residual sum
-      if (row < rows && token < n) {
-        const int64_t i = token * rows + row;
-        if (!paired) {
-          h = StoreGemvSum(p.res, sg, i, sum);
-          if constexpr (kTail == kTailConv) {
-            if (tile < (p.seg[0].rows + 15) / 16) ConvStep(tail.conv, token, row, rows, RoundBf16(sum));
+        for (int i = 0; i < kWarps; ++i) sum += partial[i][q][ln];
+        int j = q >> 2, e = q & 3;
+        int64_t row = row0 + (ln >> 2) + (e >= 2 ? 8 : 0);
+        int64_t token = j * 8 + 2 * (ln & 3) + (e & 1);
+        float h = 0.0f;  // res: this row of token's residual sum
+        if (row < rows && token < n) {
+          const int64_t i = token * rows + row;
+          if (!paired) {
+            h = StoreGemvSum(p.res, sg, i, sum);
+            if constexpr (kTail == kTailConv) {
+              if (tile < (p.seg[0].rows + 15) / 16) ConvStep(tail.conv, token, row, rows, RoundBf16(sum));
+            }
+          } else {  // gate, then up
+            StoreGateUpPair(half != 0, sg.out, p.silu_out, i, sum, gate);
           }
-        } else {  // gate, then up
-          StoreGateUpPair(half != 0, sg.out, p.silu_out, i, sum, gate);
         }
+        if (p.res.norm_out != nullptr) TileSquares(h, q, ln, tile_ss);  // kTiles == 1
       }
-      if (p.res.norm_out != nullptr) TileSquares(h, q, ln, tile_ss);  // kTiles == 1
+      __syncthreads();  // partial is reused by the next tile
+      if (p.res.norm_out != nullptr) WriteTileSquares(p.res, static_cast<int>(n), rows, local, tile_ss);
     }
-    __syncthreads();  // partial is reused by the next tile
-    if (p.res.norm_out != nullptr) WriteTileSquares(p.res, static_cast<int>(n), rows, local, tile_ss);
-  }
   if (p.res.norm_out != nullptr) FinishResidualNorm(p.res, static_cast<int>(n), static_cast<int>(p.seg[0].rows));
   if constexpr (kTail == kTailRoute) FinishRouting(p, tail.route);
 }
 
+
 template <int kTiles, int kUnroll, int kX, int kTail = kTailNone>
 void Launch(cudaStream_t s, const GemvBatch& batch, int64_t tiles, const GemvTail& tail = {}) {
   const size_t smem = kX == kGemvXNorm ? GemvNormSmemBytes(batch.n, batch.k) : 0;
-  // As many blocks as fit, each looping over its tiles with the next tile's loads issued before the
-  // current one's sums (with the norm, each also computes the normalised rows once).
+  // With the norm, as many blocks as fit (each computes the normalised rows once); else a block per tile.
   const int64_t items = batch.silu_out != nullptr ? tiles / 2 : tiles;
-  auto* kernel = GemvKernel<kTiles, kUnroll, kX, kTail>;
-  LaunchDependent(kernel, dim3(PersistentBlocks(kernel, 32 * kWarps, smem, items)), dim3(32 * kWarps), smem, s, batch,
-                  tail);
+  auto launch = [&](auto kernel) {
+    const unsigned grid =
+        kX == kGemvXNorm ? PersistentBlocks(kernel, 32 * kWarps, smem, items) : static_cast<unsigned>(items);
+    LaunchDependent(kernel, dim3(grid), dim3(32 * kWarps), smem, s, batch, tail);
+  };
+  launch(GemvKernel<kTiles, kUnroll, kX, kTail>);
 }
 
 }  // namespace
