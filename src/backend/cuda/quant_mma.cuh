@@ -5,7 +5,6 @@
 #pragma once
 
 #include "backend/cuda/quant_blocks.cuh"
-#include "quant/e4m3_bf16.h"
 
 namespace infernix::cuda::qmma {
 
@@ -220,17 +219,12 @@ __device__ __forceinline__ void GroupScale(const uint8_t* c, int s, float* scale
   }
 }
 
-// 4 E4M3 codes as two bf16 pairs (exact: every E4M3 value is a bf16 value): the codes' bits moved into
-// bf16's places (quant/e4m3_bf16.h: 2^-120 times the value), then one bf16x2 multiply by 2^120, exact (a
-// power of two, no overflow; bf16 arithmetic keeps subnormal inputs). Shifts, masks and a multiply run on
-// full-rate pipes, where E4M3 to f16 to f32 to bf16 took 8 conversions on the quarter-rate one.
+// 4 E4M3 codes as two bf16 pairs (exact: every E4M3 value is a bf16 value).
 __device__ __forceinline__ void E4m3x4ToBf16(uint32_t v, uint32_t* lo, uint32_t* hi) {
-  static_assert(kE4m3Bf16Shift == 120);
-  uint32_t l = 0, h = 0;
-  E4m3x4ToScaledBf16(v, &l, &h);
-  const __nv_bfloat162 up = __floats2bfloat162_rn(0x1p120f, 0x1p120f);
-  const __nv_bfloat162 b0 = __hmul2(*reinterpret_cast<const __nv_bfloat162*>(&l), up);
-  const __nv_bfloat162 b1 = __hmul2(*reinterpret_cast<const __nv_bfloat162*>(&h), up);
+  const __half2_raw h0 = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(v & 0xFFFFu), __NV_E4M3);
+  const __half2_raw h1 = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(v >> 16), __NV_E4M3);
+  const __nv_bfloat162 b0 = __float22bfloat162_rn(__half22float2(__half2(h0)));
+  const __nv_bfloat162 b1 = __float22bfloat162_rn(__half22float2(__half2(h1)));
   *lo = *reinterpret_cast<const uint32_t*>(&b0);
   *hi = *reinterpret_cast<const uint32_t*>(&b1);
 }
