@@ -201,6 +201,17 @@ __global__ void __launch_bounds__(32 * kRuleParts)
   float sq = 0.0f;  // kFused: the square of this thread's (stored) output
   for (int j = 0; j < n; ++j) {
     const int64_t t = tb + j;
+    // The token's loads that the arithmetic below waits for go out together, before the barriers: v,
+    // and the gates' inputs (or the gates), with q and k.
+    const float v_in = active ? ToF(v[(t * nv + h) * dv + c]) : 0.0f;
+    float gate_in, beta_in;
+    if constexpr (kFused) {
+      gate_in = ToF(static_cast<const T*>(f.a)[t * nv + h]);
+      beta_in = ToF(static_cast<const T*>(f.b)[t * nv + h]);
+    } else {
+      gate_in = g[t * nv + h];
+      beta_in = beta[t * nv + h];
+    }
     __syncthreads();  // the previous token's q, k and partial sums are consumed
     for (int r = threadIdx.x; r < dk; r += blockDim.x) {
       qs[r] = ToF(q[(t * nk + kh) * dk + r]);
@@ -215,16 +226,16 @@ __global__ void __launch_bounds__(32 * kRuleParts)
     const float q_inv = 1.0f / sqrtf(WarpSum(qq) + 1e-6f) * q_scale, k_inv = 1.0f / sqrtf(WarpSum(kk) + 1e-6f);
     float gt, bt;
     if constexpr (kFused) {  // GdnGatesKernel's arithmetic
-      const float x = ToF(static_cast<const T*>(f.a)[t * nv + h]) + dt_bias;
+      const float x = gate_in + dt_bias;
       gt = -expf(a_log) * (x > 20.0f ? x : log1pf(expf(x)));
-      bt = SigmoidF(ToF(static_cast<const T*>(f.b)[t * nv + h]));
+      bt = SigmoidF(beta_in);
       if (cb == 0 && threadIdx.x == 0) {
         f.g[t * nv + h] = gt;
         f.beta[t * nv + h] = bt;
       }
     } else {
-      gt = g[t * nv + h];
-      bt = beta[t * nv + h];
+      gt = gate_in;
+      bt = beta_in;
     }
     const float decay = expf(gt);
     float kv = 0;
@@ -238,7 +249,7 @@ __global__ void __launch_bounds__(32 * kRuleParts)
     kv = 0;
 #pragma unroll
     for (int p = 0; p < kRuleParts; ++p) kv += red_kv[p][lane];
-    const float delta = active ? (ToF(v[(t * nv + h) * dv + c]) - kv) * bt : 0.0f;
+    const float delta = active ? (v_in - kv) * bt : 0.0f;
     float o = 0;
 #pragma unroll
     for (int i = 0; i < kRuleRows; ++i) {

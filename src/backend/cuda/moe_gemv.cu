@@ -9,10 +9,10 @@
 //
 // Slots: token t owns slots t * S + j. j < top_k is its j-th routed expert (ids, weights); with a shared
 // expert, j = top_k is that one (table entry n_experts, weight sigmoid(shared_logit[t])); S = top_k (+ 1).
-//  - MoeGemvUpKernel: work items (16 rows of inter, routed slot), then (16 rows, group of 8 tokens) of the
-//    shared expert (its rows read once per group, the tokens as the mma's columns): the gate tile, then the up
-//    tile of the same rows; act[slot, rows] = w_slot * silu(gate . x) * (up . x), in bf16 (the routing
-//    weight is folded in here, so the down pass is a plain sum).
+//  - MoeGemvUpKernel: work items (16 rows, group of 8 tokens) of the shared expert (its rows read once per
+//    group, the tokens as the mma's columns; first loads before the wait), then (16 rows of inter, routed
+//    slot): the gate tile, then the up tile of the same rows; act[slot, rows] = w_slot * silu(gate . x) *
+//    (up . x), in bf16 (the routing weight is folded in here, so the down pass is a plain sum).
 //  - MoeGemvDownKernel: a block per (16 output rows, token): out[t, rows] = the sum over t's S slots of
 //    down_e[rows] . act[slot], one product over k = S * inter (a token's act rows are contiguous) whose
 //    weight rows change expert every inter values; the warps' partial sums are added in a fixed order.
@@ -83,14 +83,16 @@ struct F8Step {
 
 // acc (C fragment of one m16n8k16 tile) += rows [g, g + 8] of a 16-row weight tile . x over `steps` steps:
 // load_step(s, &step) loads what a thread takes of the weights at step s (t picks its piece of the quad's),
-// load_x(s) the matching values of x; use_x: whether this thread's column has a token (else x is zero).
+// load_x(s) the matching values of x; use_x: whether this thread's column has a token (else x is zero);
+// after_first_loads() runs once the first round of weight loads is out, before x is read (the shared
+// expert's blocks wait for the kernel before there: its weights are known without the routing).
 // Shaped like gemv.cu's loop (each group's weight loads issued before the loop or at the top of the next
 // round, conditional loads instead of branches), which keeps all kU steps' loads in flight: a loop that
 // loads and multiplies in one round compiles to loads interleaved with the products (40 registers instead
 // of 102 in a test kernel), which then wait for each other.
-template <int kU, typename Step, typename LoadStep, typename LoadX>
+template <int kU, typename Step, typename LoadStep, typename LoadX, typename AfterFirstLoads>
 __device__ __forceinline__ void TileProduct(int steps, int warp, bool use_x, LoadStep load_step, LoadX load_x,
-                                            float* acc) {
+                                            AfterFirstLoads after_first_loads, float* acc) {
   Step w[kU];
   auto load_weights = [&](int s0) {
 #pragma unroll
@@ -104,6 +106,7 @@ __device__ __forceinline__ void TileProduct(int steps, int warp, bool use_x, Loa
     }
   };
   load_weights(warp);
+  after_first_loads();
   for (int s0 = warp; s0 < steps; s0 += kWarps * kU) {
     if (s0 != warp) load_weights(s0);
     typename Step::X xr[kU];
@@ -148,9 +151,9 @@ __device__ __forceinline__ int64_t RowBytes(int k) {
 }
 // acc += the tile's rows rg, rh . x over `steps` steps of 32 values: row_of(s, &rg, &rh) gives the rows' bases
 // for step s and returns the step within them; x's values of step s are at x + 32 s.
-template <int W, int kU, typename RowOf>
+template <int W, int kU, typename RowOf, typename AfterFirstLoads>
 __device__ __forceinline__ void RowsProduct(int steps, int warp, int t, bool use_x, const bf16* x, RowOf row_of,
-                                            float* acc) {
+                                            AfterFirstLoads after_first_loads, float* acc) {
   if constexpr (W == kBF16) {
     TileProduct<kU, Bf16Step>(
         steps, warp, use_x,
@@ -160,7 +163,7 @@ __device__ __forceinline__ void RowsProduct(int steps, int warp, int t, bool use
           w->a = __ldcs(reinterpret_cast<const uint4*>(rg) + ls * 4 + t);
           w->b = __ldcs(reinterpret_cast<const uint4*>(rh) + ls * 4 + t);
         },
-        [&](int s) { return __ldg(reinterpret_cast<const uint4*>(x) + s * 4 + t); }, acc);
+        [&](int s) { return __ldg(reinterpret_cast<const uint4*>(x) + s * 4 + t); }, after_first_loads, acc);
   } else {
     TileProduct<kU, F8Step>(
         steps, warp, use_x,
@@ -170,42 +173,49 @@ __device__ __forceinline__ void RowsProduct(int steps, int warp, int t, bool use
           LoadF8(rg, ls, t, &w->a, &w->sa);
           LoadF8(rh, ls, t, &w->b, &w->sb);
         },
-        [&](int s) { return __ldg(reinterpret_cast<const uint4*>(x) + s * 4 + t); }, acc);
+        [&](int s) { return __ldg(reinterpret_cast<const uint4*>(x) + s * 4 + t); }, after_first_loads, acc);
   }
 }
 
+// Held to 2 blocks per SM (128 registers; the FP8 variant takes 167 without the bound).
 template <int W, int kU>
-__global__ void __launch_bounds__(32 * kWarps) MoeGemvUpKernel(MoeGemvArgs a) {
+__global__ void __launch_bounds__(32 * kWarps, 2) MoeGemvUpKernel(MoeGemvArgs a) {
   AllowDependentLaunch();
   __shared__ float partial[kWarps][4][32];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   const int hidden = static_cast<int>(a.ex.hidden), inter = static_cast<int>(a.ex.inter);
   const int row_tiles = (inter + 15) / 16;
-  const int n_routed = a.n * a.top_k, routed_items = n_routed * row_tiles;
+  const int n_routed = a.n * a.top_k;
   const int item = static_cast<int>(blockIdx.x);
-  // This item's slot j, its tokens [tok0, tok0 + n_tok) and rows. The routed slots vary fastest, so that
-  // tokens that chose the same expert read its rows at about the same time (from L2 the second time).
+  // This item's slot j, its tokens [tok0, tok0 + n_tok) and rows. The shared expert's items come first:
+  // their weights are known before the routing, so their first loads go out before the wait. The routed
+  // slots vary fastest, so that tokens that chose the same expert read its rows at about the same time
+  // (from L2 the second time).
+  const int groups = (a.n + kMoeGemvTokenGroup - 1) / kMoeGemvTokenGroup;
+  const int shared_items = a.slots > a.top_k ? groups * row_tiles : 0;
+  const bool shared = item < shared_items;
   int tok0, n_tok, j, local;
-  if (item < routed_items) {
-    const int routed = item % n_routed;  // t * top_k + j
+  if (!shared) {
+    const int routed = (item - shared_items) % n_routed;  // t * top_k + j
     tok0 = routed / a.top_k;
     j = routed % a.top_k;
     n_tok = 1;
-    local = item / n_routed;
+    local = (item - shared_items) / n_routed;
   } else {  // the shared expert: (16 rows, group of up to 8 tokens), the groups varying fastest
-    const int groups = (a.n + kMoeGemvTokenGroup - 1) / kMoeGemvTokenGroup, shared_item = item - routed_items;
-    tok0 = (shared_item % groups) * kMoeGemvTokenGroup;
+    tok0 = (item % groups) * kMoeGemvTokenGroup;
     n_tok = min(kMoeGemvTokenGroup, a.n - tok0);
     j = a.top_k;
-    local = shared_item / groups;
+    local = item / groups;
   }
   const int row0 = local * 16;
   const int64_t row_bytes = RowBytes<W>(hidden);
   const int64_t og = min(row0 + g, inter - 1) * row_bytes, oh = min(row0 + g + 8, inter - 1) * row_bytes;
   const bool has_x = g < n_tok;
   const bf16* xt = a.x + static_cast<int64_t>(tok0 + (has_x ? g : 0)) * hidden;
-  WaitForPrevious();  // ids and weights come from the routing kernel, x from before it
-  const int e = j < a.top_k ? a.ids[tok0 * a.top_k + j] : a.ex.n_experts;
+  // ids and weights come from the routing kernel, x from before it: routed items wait here, the shared
+  // expert's once its first loads are out.
+  if (!shared) WaitForPrevious();
+  const int e = shared ? a.ex.n_experts : a.ids[tok0 * a.top_k + j];
   const int steps = hidden / 32;
   float gate = 0.0f;
   for (int half = 0; half < 2; ++half) {
@@ -217,6 +227,9 @@ __global__ void __launch_bounds__(32 * kWarps) MoeGemvUpKernel(MoeGemvArgs a) {
           *rg = w + og;
           *rh = w + oh;
           return s;
+        },
+        [&] {
+          if (shared && half == 0) WaitForPrevious();
         },
         acc);
     const float sum = ReduceTile(acc, partial, warp, lane);
@@ -265,7 +278,7 @@ __global__ void __launch_bounds__(32 * kWarps) MoeGemvDownKernel(MoeGemvArgs a) 
         *rh = seg_w[seg] + oh;
         return s - seg * seg_steps;
       },
-      acc);
+      [] {}, acc);
   const float sum = ReduceTile(acc, partial, warp, lane);
   __shared__ float tile_ss[4][4];  // res.norm_out: TileSquares (only column 0, the token, is non-zero)
   if (threadIdx.x < 128) {

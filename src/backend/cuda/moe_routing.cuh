@@ -46,16 +46,15 @@ __device__ __forceinline__ void RouteToken(const float* l, int n_experts, int to
         best_i = i;
       }
     }
-    int best_id = best >= 0.0f ? lane + 32 * best_i : n_experts;
-#pragma unroll
-    for (int off = 16; off > 0; off >>= 1) {
-      const float ob = __shfl_xor_sync(0xffffffffu, best, off);
-      const int oi = __shfl_xor_sync(0xffffffffu, best_id, off);
-      if (ob > best || (ob == best && oi < best_id)) {
-        best = ob;
-        best_id = oi;
-      }
-    }
+    // The warp's best in two integer reductions (one instruction each, where shuffles took five rounds of
+    // two): the largest probability (p >= 0 orders as its bits; key 0: no probability left, -1), then the
+    // lowest expert id among the lanes that hold it.
+    const unsigned key = best >= 0.0f ? __float_as_uint(best) + 1u : 0u;
+    const unsigned top = __reduce_max_sync(0xffffffffu, key);
+    best = top == 0u ? -1.0f : __uint_as_float(top - 1u);
+    int best_id = top == 0u ? n_experts
+                            : static_cast<int>(__reduce_min_sync(
+                                  0xffffffffu, key == top ? static_cast<unsigned>(lane + 32 * best_i) : 0xffffffffu));
     if (best_id >= n_experts) best_id = j;  // no finite probability left (NaN logits): keep ids in range
     if ((best_id & 31) == lane) {
 #pragma unroll
