@@ -134,6 +134,17 @@ ncu_bench() {
   echo "$BUILD/bin/infernix bench --model $SRC/bench/configs/${NCU_MODEL:-qwen3-8b}.json --dummy-weights" \
     "--backend cuda -p 1 -n 32 -b 1 -r 1 ${NCU_ARGS:-}"
 }
+# A kernel bench (gemv_bench, moe_gemv_bench) once per "type[:extra flags]" of the list, at the batch
+# sizes given; the output appended to $OUT/BENCH.log.
+kernel_bench() {
+  local bench=$1 types=$2 tokens=$3 t flags
+  for t in $types; do
+    flags=${t#*:}
+    [ "$flags" = "$t" ] && flags=""
+    # shellcheck disable=SC2086  # the extra flags are meant to split
+    timeout 200 "$BUILD/bin/$bench" --type ${t%%:*} --tokens "$tokens" $flags 2>&1 | tee -a "$OUT/$bench.log"
+  done
+}
 for step in "$@"; do
   case $step in
     ops) echo "== op tests"; run_test backend_cuda_test 170 ;;
@@ -178,21 +189,10 @@ for step in "$@"; do
       grep -vE "^(tg|pp|model|device|\|)|^\s*$|^ *-+ *$" "$OUT/ncudetail${NCU_TAG:-}.txt" | grep -vE "^==PROF==" | head -${NCU_LINES:-150} ;;
     gemvbench)
       echo "== the decode GEMVs alone"
-      for t in ${GEMV_TYPES:-bf16 bf16:--norm=staged bf16:--norm=sums q8_0 q4_k f8_e4m3_b128}; do  # type[:extra flags]
-        flags=${t#*:}
-        [ "$flags" = "$t" ] && flags=""
-        # shellcheck disable=SC2086  # the extra flags are meant to split
-        timeout 200 "$BUILD"/bin/gemv_bench --type ${t%%:*} --tokens 1,8 $flags 2>&1 | tee -a "$OUT/gemv_bench.log"
-      done ;;
+      kernel_bench gemv_bench "${GEMV_TYPES:-bf16 bf16:--norm=staged bf16:--norm=sums q8_0 q4_k f8_e4m3_b128}" 1,8 ;;
     moegemvbench)
       echo "== the decode experts alone"
-      for t in ${MOE_GEMV_TYPES:-bf16 bf16:--norm f8_e4m3_b128}; do  # type[:extra flags]
-        flags=${t#*:}
-        [ "$flags" = "$t" ] && flags=""
-        # shellcheck disable=SC2086  # the extra flags are meant to split
-        timeout 200 "$BUILD"/bin/moe_gemv_bench --type ${t%%:*} --tokens ${MOE_GEMV_TOKENS:-1,8} $flags 2>&1 |
-          tee -a "$OUT/moe_gemv_bench.log"
-      done ;;
+      kernel_bench moe_gemv_bench "${MOE_GEMV_TYPES:-bf16 bf16:--norm f8_e4m3_b128}" "${MOE_GEMV_TOKENS:-1,8}" ;;
     sanitize)
       echo "== compute-sanitizer memcheck"
       for t in backend_cuda_test:${SANITIZE_OPS_S:-280} gpu_model_test:${SANITIZE_MODELS_S:-150}; do
