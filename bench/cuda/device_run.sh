@@ -28,6 +28,11 @@
 #   moegemvbench the decode experts alone (bench/cuda/moe_gemv_bench.cpp: Qwen3-Next-80B-A3B's experts, 8
 #             layers in one graph) for $MOE_GEMV_TYPES (default bf16, bf16 with the norm epilogue,
 #             f8_e4m3_b128) at $MOE_GEMV_TOKENS tokens (default 1,8)
+#   trace     decode steps at batch 1 as they run, each kernel's start and end from CUPTI
+#             (bench/cuda/kernel_trace.cpp, loaded through CUDA_INJECTION64_PATH), and what each kernel
+#             costs a step (bench/cuda/trace_summary.py: how much later it ends than the kernels before it);
+#             $TRACE_MODEL config (default qwen3-next-80b-a3b), $TRACE_ARGS added to the bench command
+#             (default "--num-layers 24"), $TRACE_TAG names the logs; the CSV stays in /tmp
 #   sanitize  compute-sanitizer memcheck over the gpu tests
 #   racecheck compute-sanitizer racecheck (shared-memory hazards) over the op tests; set GTEST_FILTER to the
 #             kernels at hand: it is slow
@@ -77,6 +82,7 @@ for step in "$@"; do
     sanitize) need="backend_cuda_test gpu_model_test" ;;
     gemvbench) need=gemv_bench ;;
     moegemvbench) need=moe_gemv_bench ;;
+    trace) need="infernix kernel_trace" ;;
     bench | qbench | moebench | moedecode | hybrid | longctx | ncu | ncudetail) need=infernix ;;
     *) echo "device_run.sh: unknown step '$step' (see the list at the top of this script)" >&2; exit 2 ;;
   esac
@@ -89,7 +95,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --f
 cat "$OUT/gpu.txt"
 # The benchmarks under bench/ (Google Benchmark) only when a step needs one of them.
 bench=OFF
-case " $* " in *" gemvbench "* | *" moegemvbench "*) bench=ON ;; esac
+case " $* " in *" gemvbench "* | *" moegemvbench "* | *" trace "*) bench=ON ;; esac
 echo "== configure"
 cmake -S "$SRC" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DINFERNIX_CUDA_ARCHITECTURES=90 \
   -DINFERNIX_BUILD_BENCH=$bench -DINFERNIX_CUDA_PTXAS_VERBOSE=ON > "$OUT/configure.log" 2>&1 ||
@@ -193,6 +199,22 @@ for step in "$@"; do
     moegemvbench)
       echo "== the decode experts alone"
       kernel_bench moe_gemv_bench "${MOE_GEMV_TYPES:-bf16 bf16:--norm f8_e4m3_b128}" "${MOE_GEMV_TOKENS:-1,8}" ;;
+    trace)
+      echo "== kernel trace: batch-1 decode steps as they run (${TRACE_MODEL:-qwen3-next-80b-a3b} ${TRACE_ARGS---num-layers 24})"
+      lib=$(find "$BUILD" -name libkernel_trace.so | head -1)
+      if [ -z "$lib" ]; then
+        echo "trace: libkernel_trace.so was not built (no CUPTI here: bench/cuda/make_deps.sh carries one)"
+      else
+        csv=/tmp/trace${TRACE_TAG:-}.csv
+        # shellcheck disable=SC2086  # the arguments are meant to split
+        CUDA_INJECTION64_PATH=$lib INFX_TRACE_OUT=$csv timeout 240 "$BUILD"/bin/infernix bench \
+          --model "$SRC"/bench/configs/${TRACE_MODEL:-qwen3-next-80b-a3b}.json --dummy-weights --backend cuda \
+          -p 1 -n 32 -b 1 -r 1 ${TRACE_ARGS---num-layers 24} > "$OUT/trace${TRACE_TAG:-}.log" 2>&1
+        echo "trace: exit $?"
+        grep -E "^model:|GPU busy|kernel_trace|^\| tg" "$OUT/trace${TRACE_TAG:-}.log"
+        python3 "$ROOT/bench/cuda/trace_summary.py" "$csv" | tee "$OUT/trace_summary${TRACE_TAG:-}.txt"
+        python3 "$ROOT/bench/cuda/trace_summary.py" "$csv" --order > "$OUT/trace_order${TRACE_TAG:-}.txt"
+      fi ;;
     sanitize)
       echo "== compute-sanitizer memcheck"
       for t in backend_cuda_test:${SANITIZE_OPS_S:-280} gpu_model_test:${SANITIZE_MODELS_S:-150}; do

@@ -1,0 +1,98 @@
+"""What each kernel costs a decode step, from bench/cuda/kernel_trace.cpp's CSV (device_run.sh `trace`).
+
+The kernels are split into bursts wherever the GPU idles longer than --gap microseconds (the host's time
+between decode steps); the bursts with the most common kernel count among the long ones are the decode
+steps, of which the first --skip are dropped (warm-up). Within a step, a kernel's cost is how much later it
+ends than every kernel before it (with programmatic launches it starts while the previous one runs, so
+its duration overstates it): the costs of a step add up to its span. Printed per kernel name: launches,
+cost and duration per step (microseconds), and the span of a step.
+
+    python3 bench/cuda/trace_summary.py trace.csv [--gap 20] [--skip 2] [--top 30] [--order]
+
+--order lists the kernels of the last step in order instead (position, name, start after the step's
+first start, duration, cost).
+"""
+import argparse
+import collections
+import csv
+import statistics
+import sys
+
+
+def short_name(name):
+    """The kernel's name without its return type, namespaces and parameter list (templates kept)."""
+    name = name.replace("(anonymous namespace)::", "").replace("infernix::cuda::", "")
+    name = name.split("(")[0]
+    if name.startswith("void "):
+        name = name[5:]
+    return name[:70]
+
+
+def read_kernels(path):
+    with open(path, newline="") as f:
+        rows = [(int(r["start_ns"]), int(r["end_ns"]), short_name(r["name"])) for r in csv.DictReader(f)]
+    rows.sort()
+    return rows
+
+
+def bursts(kernels, gap_ns):
+    out, last_end = [], None
+    for k in kernels:
+        if last_end is None or k[0] - last_end > gap_ns:
+            out.append([])
+            last_end = k[1]
+        out[-1].append(k)
+        last_end = max(last_end, k[1])
+    return out
+
+
+def costs(step):
+    """(name, start, duration, cost) per kernel of a step, in ns."""
+    out, end_so_far = [], None
+    for start, end, name in step:
+        cost = end - start if end_so_far is None else max(0, end - end_so_far)
+        end_so_far = end if end_so_far is None else max(end_so_far, end)
+        out.append((name, start, end - start, cost))
+    return out
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("csv")
+    ap.add_argument("--gap", type=float, default=20.0, help="idle microseconds that end a burst")
+    ap.add_argument("--skip", type=int, default=2, help="decode steps dropped at the start")
+    ap.add_argument("--top", type=int, default=30)
+    ap.add_argument("--order", action="store_true", help="the last step's kernels in order")
+    a = ap.parse_args(argv)
+    all_bursts = bursts(read_kernels(a.csv), a.gap * 1e3)
+    long_ones = [b for b in all_bursts if len(b) >= 8]
+    if not long_ones:
+        sys.exit(f"{a.csv}: no burst of 8 kernels or more")
+    count = collections.Counter(len(b) for b in long_ones).most_common(1)[0][0]
+    steps = [b for b in long_ones if len(b) == count][a.skip:]
+    if not steps:
+        sys.exit(f"{a.csv}: no decode steps left after skipping {a.skip}")
+    spans = [max(k[1] for k in s) - s[0][0] for s in steps]
+    print(f"{len(steps)} steps of {count} kernels (of {len(all_bursts)} bursts); span per step "
+          f"{statistics.mean(spans) / 1e3:.1f} us (min {min(spans) / 1e3:.1f}, max {max(spans) / 1e3:.1f})")
+    if a.order:
+        t0 = steps[-1][0][0]
+        print(f"{'#':>4s}  {'kernel':70s} {'start us':>9s} {'dur us':>8s} {'cost us':>8s}")
+        for i, (name, start, dur, cost) in enumerate(costs(steps[-1])):
+            print(f"{i:4d}  {name:70s} {(start - t0) / 1e3:9.2f} {dur / 1e3:8.2f} {cost / 1e3:8.2f}")
+        return
+    per = collections.defaultdict(lambda: [0, 0.0, 0.0])  # launches, cost, duration (summed over steps)
+    for s in steps:
+        for name, _, dur, cost in costs(s):
+            per[name][0] += 1
+            per[name][1] += cost
+            per[name][2] += dur
+    n = len(steps)
+    print(f"{'kernel':70s} {'per step':>8s} {'cost us':>9s} {'dur us':>9s} {'cost/launch':>11s}")
+    for name, (launches, cost, dur) in sorted(per.items(), key=lambda kv: -kv[1][1])[: a.top]:
+        print(f"{name:70s} {launches / n:8.1f} {cost / n / 1e3:9.1f} {dur / n / 1e3:9.1f} "
+              f"{cost / launches / 1e3:11.2f}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
