@@ -32,7 +32,9 @@
 #             (bench/cuda/kernel_trace.cpp, loaded through CUDA_INJECTION64_PATH), and what each kernel
 #             costs a step (bench/cuda/trace_summary.py: how much later it ends than the kernels before it);
 #             $TRACE_MODEL config (default qwen3-next-80b-a3b), $TRACE_ARGS added to the bench command
-#             (default "--num-layers 24"), $TRACE_TAG names the logs; the CSV stays in /tmp
+#             (default "--num-layers 24"), $TRACE_TAG names the logs; the CSV stays in /tmp. A prefill
+#             instead: TRACE_BENCH="-p 8192 -n 1 -b 1 -r 1" TRACE_SUMMARY=--longest (default "-p 1 -n 32
+#             -b 1 -r 1" and the decode steps)
 #   sanitize  compute-sanitizer memcheck over the gpu tests
 #   racecheck compute-sanitizer racecheck (shared-memory hazards) over the op tests; set GTEST_FILTER to the
 #             kernels at hand: it is slow
@@ -209,11 +211,13 @@ for step in "$@"; do
         # shellcheck disable=SC2086  # the arguments are meant to split
         CUDA_INJECTION64_PATH=$lib INFX_TRACE_OUT=$csv timeout 240 "$BUILD"/bin/infernix bench \
           --model "$SRC"/bench/configs/${TRACE_MODEL:-qwen3-next-80b-a3b}.json --dummy-weights --backend cuda \
-          -p 1 -n 32 -b 1 -r 1 ${TRACE_ARGS---num-layers 24} > "$OUT/trace${TRACE_TAG:-}.log" 2>&1
+          ${TRACE_BENCH:--p 1 -n 32 -b 1 -r 1} ${TRACE_ARGS---num-layers 24} > "$OUT/trace${TRACE_TAG:-}.log" 2>&1
         echo "trace: exit $?"
         grep -E "^model:|GPU busy|kernel_trace|^\| tg" "$OUT/trace${TRACE_TAG:-}.log"
-        python3 "$ROOT/bench/cuda/trace_summary.py" "$csv" | tee "$OUT/trace_summary${TRACE_TAG:-}.txt"
-        python3 "$ROOT/bench/cuda/trace_summary.py" "$csv" --order > "$OUT/trace_order${TRACE_TAG:-}.txt"
+        # shellcheck disable=SC2086  # the same
+        python3 "$ROOT/bench/cuda/trace_summary.py" "$csv" ${TRACE_SUMMARY:-} | tee "$OUT/trace_summary${TRACE_TAG:-}.txt"
+        # shellcheck disable=SC2086  # the same
+        python3 "$ROOT/bench/cuda/trace_summary.py" "$csv" ${TRACE_SUMMARY:-} --order > "$OUT/trace_order${TRACE_TAG:-}.txt"
       fi ;;
     sanitize)
       echo "== compute-sanitizer memcheck"

@@ -7,10 +7,11 @@ ends than every kernel before it (with programmatic launches it starts while the
 its duration overstates it): the costs of a step add up to its span. Printed per kernel name: launches,
 cost and duration per step (microseconds), and the span of a step.
 
-    python3 bench/cuda/trace_summary.py trace.csv [--gap 20] [--skip 2] [--top 30] [--order]
+    python3 bench/cuda/trace_summary.py trace.csv [--gap 20] [--skip 2] [--top 30] [--order] [--longest]
 
 --order lists the kernels of the last step in order instead (position, name, start after the step's
-first start, duration, cost).
+first start, duration, cost). --longest takes the one burst with the longest span instead of the decode
+steps (a prefill: the bench's pp test).
 """
 import argparse
 import collections
@@ -46,6 +47,10 @@ def bursts(kernels, gap_ns):
     return out
 
 
+def span(burst):
+    return max(k[1] for k in burst) - burst[0][0]
+
+
 def costs(step):
     """(name, start, duration, cost) per kernel of a step, in ns."""
     out, end_so_far = [], None
@@ -63,16 +68,21 @@ def main(argv):
     ap.add_argument("--skip", type=int, default=2, help="decode steps dropped at the start")
     ap.add_argument("--top", type=int, default=30)
     ap.add_argument("--order", action="store_true", help="the last step's kernels in order")
+    ap.add_argument("--longest", action="store_true", help="the burst with the longest span (a prefill)")
     a = ap.parse_args(argv)
     all_bursts = bursts(read_kernels(a.csv), a.gap * 1e3)
     long_ones = [b for b in all_bursts if len(b) >= 8]
     if not long_ones:
         sys.exit(f"{a.csv}: no burst of 8 kernels or more")
-    count = collections.Counter(len(b) for b in long_ones).most_common(1)[0][0]
-    steps = [b for b in long_ones if len(b) == count][a.skip:]
+    if a.longest:
+        steps = [max(long_ones, key=span)]
+        count = len(steps[0])
+    else:
+        count = collections.Counter(len(b) for b in long_ones).most_common(1)[0][0]
+        steps = [b for b in long_ones if len(b) == count][a.skip:]
     if not steps:
         sys.exit(f"{a.csv}: no decode steps left after skipping {a.skip}")
-    spans = [max(k[1] for k in s) - s[0][0] for s in steps]
+    spans = [span(s) for s in steps]
     print(f"{len(steps)} steps of {count} kernels (of {len(all_bursts)} bursts); span per step "
           f"{statistics.mean(spans) / 1e3:.1f} us (min {min(spans) / 1e3:.1f}, max {max(spans) / 1e3:.1f})")
     if a.order:
