@@ -1,8 +1,9 @@
 """Summarises bench/cuda/ab_run.sh's output: one row per measurement, base and test side by side.
 
 Reads the rounds ("== round N: base|test") and in them the decode steps of `infernix bench` (GPU busy and
-step time per step, and tokens/s, for each model line, test name and batch; with --depth the depth) and
-the chains and passes of gemv_bench (us). Prints, per row, each round's values and the ratio of the
+step time per step, and tokens/s, for each model line, test name and batch; with --depth the depth), the
+chains and passes of gemv_bench (us) and trace_summary.py's table (the step span, and each kernel's cost
+per step, us). Prints, per row, each round's values and the ratio of the
 medians (test / base: below 1 is faster for times, above 1 for tokens/s).
 
   python3 bench/cuda/ab_summary.py AB_OUTPUT
@@ -18,6 +19,8 @@ PREFILLED = re.compile(r"^tg\d+ batch \d+: context of (\d+) tokens prefilled")
 TOKS = re.compile(r"^\| (tg\d+(?: @ d\d+)?|pp\d+) \| (\d+) \| ([\d.]+) \|")
 GEMV_HEAD = re.compile(r"^device: .*; (\d+) layers of (\S+) weights")
 GEMV_ROW = re.compile(r"^\| (\d+) \| ([^|]+?) \| ([\d.]+) \|")
+TRACE_HEAD = re.compile(r"^(\d+) steps of (\d+) kernels .*span per step ([\d.]+) us")
+TRACE_ROW = re.compile(r"^(\S.*?)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)$")
 
 
 def parse(lines):
@@ -25,6 +28,7 @@ def parse(lines):
     rows = {}
     side = None
     model = gemv = ""
+    trace = False  # in trace_summary.py's table
     depth = ""  # of the next decode steps: the bench says it in a line of its own before them
     for line in lines:
         line = line.rstrip("\n")
@@ -39,6 +43,17 @@ def parse(lines):
         def add(key, value):
             rows.setdefault(key, {"base": [], "test": []})[side].append(value)
 
+        if m := TRACE_HEAD.match(line):
+            add((f"trace {model} span per step", "us"), float(m.group(3)))
+            trace = True
+            continue
+        if trace:
+            if line.startswith("kernel "):
+                continue
+            if m := TRACE_ROW.match(line):
+                add((f"trace {m.group(1)}", "us / step"), float(m.group(3)))
+                continue
+            trace = False
         if m := MODEL.match(line):
             model, gemv = f"{m.group(1)} {m.group(2)}L {m.group(3)}", ""
         elif m := GEMV_HEAD.match(line):
