@@ -28,6 +28,8 @@
 #   moegemvbench the decode experts alone (bench/cuda/moe_gemv_bench.cpp: Qwen3-Next-80B-A3B's experts, 8
 #             layers in one graph) for $MOE_GEMV_TYPES (default bf16, bf16 with the norm epilogue,
 #             f8_e4m3_b128) at $MOE_GEMV_TOKENS tokens (default 1,8)
+#   streambench register loads against one bulk copy (TMA) per block, for tiles shaped like the decode
+#             kernels' (bench/cuda/stream_bench.cu; $STREAM_ARGS, e.g. "--per-sm 3 --tile-kb 32")
 #   trace     decode steps at batch 1 as they run, each kernel's start and end from CUPTI
 #             (bench/cuda/kernel_trace.cpp, loaded through CUDA_INJECTION64_PATH), and what each kernel
 #             costs a step (bench/cuda/trace_summary.py: how much later it ends than the kernels before it);
@@ -85,6 +87,7 @@ for step in "$@"; do
     gemvbench) need=gemv_bench ;;
     moegemvbench) need=moe_gemv_bench ;;
     trace) need="infernix kernel_trace" ;;
+    streambench) need=stream_bench ;;
     bench | qbench | moebench | moedecode | hybrid | longctx | ncu | ncudetail) need=infernix ;;
     *) echo "device_run.sh: unknown step '$step' (see the list at the top of this script)" >&2; exit 2 ;;
   esac
@@ -97,7 +100,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --f
 cat "$OUT/gpu.txt"
 # The benchmarks under bench/ (Google Benchmark) only when a step needs one of them.
 bench=OFF
-case " $* " in *" gemvbench "* | *" moegemvbench "* | *" trace "*) bench=ON ;; esac
+case " $* " in *" gemvbench "* | *" moegemvbench "* | *" trace "* | *" streambench "*) bench=ON ;; esac
 echo "== configure"
 cmake -S "$SRC" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DINFERNIX_CUDA_ARCHITECTURES=90 \
   -DINFERNIX_BUILD_BENCH=$bench -DINFERNIX_CUDA_PTXAS_VERBOSE=ON > "$OUT/configure.log" 2>&1 ||
@@ -201,6 +204,10 @@ for step in "$@"; do
     moegemvbench)
       echo "== the decode experts alone"
       kernel_bench moe_gemv_bench "${MOE_GEMV_TYPES:-bf16 bf16:--norm f8_e4m3_b128}" "${MOE_GEMV_TOKENS:-1,8}" ;;
+    streambench)
+      echo "== streaming tiles: register loads against bulk copies"
+      # shellcheck disable=SC2086  # the arguments are meant to split
+      timeout 200 "$BUILD"/bin/stream_bench ${STREAM_ARGS:-} 2>&1 | tee "$OUT/stream_bench.log" ;;
     trace)
       echo "== kernel trace: batch-1 decode steps as they run (${TRACE_MODEL:-qwen3-next-80b-a3b} ${TRACE_ARGS---num-layers 24})"
       lib=$(find "$BUILD" -name libkernel_trace.so | head -1)
