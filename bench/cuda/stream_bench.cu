@@ -96,9 +96,9 @@ __global__ void __launch_bounds__(kThreads) TmaKernel(const uint8_t* tiles, int6
           : "memory");
     }
   }
-  // Wait for phase 0 of the barrier (the whole tile), giving up after ~2^26 polls (reported by the host).
+  // Wait for phase 0 of the barrier (the whole tile), giving up after 2^22 polls (reported by the host).
   uint32_t done = 0;
-  for (uint32_t i = 0; i < (1u << 26) && done == 0; ++i) {
+  for (uint32_t i = 0; i < (1u << 22) && done == 0; ++i) {
     asm volatile(
         "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0;\n selp.u32 %0, 1, 0, p;\n}\n"
         : "=r"(done)
