@@ -8,8 +8,8 @@
 //  - tma (sm_90): one thread asks the copy engine for the whole tile (cp.async.bulk into shared memory,
 //    completion counted on an mbarrier), every thread then reads it from shared memory.
 // A CUDA graph holds --layers launches, each over its own tiles (as the layers of a decode step), and runs
-// --reps times; blocks per SM are held to --per-sm with shared memory, for both ways alike. Reported:
-// microseconds per launch and GB/s over the tiles' bytes. Needs a GPU (tma: sm_90 or later).
+// --reps times (the median reported); blocks per SM are held to --per-sm with shared memory, for both ways
+// alike. Reported: microseconds per launch and GB/s over the tiles' bytes. Needs a GPU (tma: sm_90 or later).
 //
 //   stream_bench [--tiles 128,264,352,704] [--tile-kb 32,64] [--per-sm 2] [--layers 8] [--reps 20]
 #include <cuda_runtime.h>
@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "backend/cuda/check.h"
+#include "backend/cuda/timing.h"
 #include "base/error.h"
 #include "base/int_list.h"
 #include "bench_util.h"
@@ -178,19 +179,10 @@ int Run(const Options& o) {
           for (int l = 0; l < layers; ++l)
             kernel<<<static_cast<unsigned>(n), kThreads, smem, s>>>(buf + l * max_bytes, tile_bytes, sink);
         });
-        INFX_CUDA_CHECK(cudaGraphLaunch(g, s));  // warm-up
-        cudaEvent_t e0 = nullptr, e1 = nullptr;
-        INFX_CUDA_CHECK(cudaEventCreate(&e0));
-        INFX_CUDA_CHECK(cudaEventCreate(&e1));
-        INFX_CUDA_CHECK(cudaEventRecord(e0, s));
-        for (int r = 0; r < o.reps; ++r) INFX_CUDA_CHECK(cudaGraphLaunch(g, s));
-        INFX_CUDA_CHECK(cudaEventRecord(e1, s));
-        INFX_CUDA_CHECK(cudaEventSynchronize(e1));
-        float ms = 0.0f;
-        INFX_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+        const double ms = cuda::MedianMs(s, 2, o.reps, [&] { INFX_CUDA_CHECK(cudaGraphLaunch(g, s)); });
         uint32_t flag = 0;
         INFX_CUDA_CHECK(cudaMemcpy(&flag, sink + n, sizeof(flag), cudaMemcpyDeviceToHost));
-        const double us = 1e3 * ms / (o.reps * layers);
+        const double us = 1e3 * ms / layers;
         const double gbs = static_cast<double>(n * tile_bytes) / (us * 1e3);
         if (flag != 0) {
           std::printf("| %lld | %lld | %s | %d | %s | |\n", static_cast<long long>(n), static_cast<long long>(kb),
@@ -200,8 +192,6 @@ int Run(const Options& o) {
           std::printf("| %lld | %lld | %s | %d | %.2f | %.0f |\n", static_cast<long long>(n), static_cast<long long>(kb),
                       way == 0 ? "regs" : "tma", per_sm, us, gbs);
         }
-        INFX_CUDA_CHECK(cudaEventDestroy(e0));
-        INFX_CUDA_CHECK(cudaEventDestroy(e1));
         INFX_CUDA_CHECK(cudaGraphExecDestroy(g));
       }
     }
@@ -222,7 +212,7 @@ int main(int argc, char** argv) {
   app.add_option("--tile-kb", o.tile_kb, "KB per tile (16 rows), a list")->capture_default_str();
   app.add_option("--per-sm", o.per_sm, "blocks per SM at most (held with shared memory)")->capture_default_str();
   app.add_option("--layers", o.layers, "launches per graph, each over its own tiles")->capture_default_str();
-  app.add_option("--reps", o.reps, "graph launches timed")->capture_default_str();
+  app.add_option("--reps", o.reps, "graph launches timed (the median is reported)")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   try {
     return infernix::Run(o);
