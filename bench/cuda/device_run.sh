@@ -65,6 +65,10 @@ if [ -d "$DEPS" ]; then
   export PKG_CONFIG_PATH=/tmp/deps/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
   export LD_LIBRARY_PATH=$DEPS/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 fi
+cupti_root=""  # a carried CUPTI (make_deps.sh WITH_CUPTI=1), for kernel_trace where the toolkit has none
+if [ -f "$DEPS/cupti.tar.xz" ]; then
+  mkdir -p /tmp/deps && tar -xJf "$DEPS/cupti.tar.xz" -C /tmp/deps && cupti_root=/tmp/deps/cupti
+fi
 SRC=$ROOT
 SRC_TAR=${SRC_TAR:-$DEPS/src.tar.gz}
 BUILD=${BUILD:-/tmp/build}
@@ -103,7 +107,8 @@ bench=OFF
 case " $* " in *" gemvbench "* | *" moegemvbench "* | *" trace "* | *" streambench "*) bench=ON ;; esac
 echo "== configure"
 cmake -S "$SRC" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DINFERNIX_CUDA_ARCHITECTURES=90 \
-  -DINFERNIX_BUILD_BENCH=$bench -DINFERNIX_CUDA_PTXAS_VERBOSE=ON > "$OUT/configure.log" 2>&1 ||
+  -DINFERNIX_BUILD_BENCH=$bench -DINFERNIX_CUDA_PTXAS_VERBOSE=ON -DINFERNIX_CUPTI_ROOT="$cupti_root" \
+  > "$OUT/configure.log" 2>&1 ||
   { tail -40 "$OUT/configure.log"; exit 1; }
 echo "== build"
 start=$(date +%s)
@@ -212,7 +217,7 @@ for step in "$@"; do
       echo "== kernel trace: batch-1 decode steps as they run (${TRACE_MODEL:-qwen3-next-80b-a3b} ${TRACE_ARGS---num-layers 24})"
       lib=$(find "$BUILD" -name libkernel_trace.so | head -1)
       if [ -z "$lib" ]; then
-        echo "trace: libkernel_trace.so was not built (no CUPTI here: bench/cuda/make_deps.sh carries one)"
+        echo "trace: libkernel_trace.so was not built (no CUPTI here: WITH_CUPTI=1 bench/cuda/make_deps.sh carries one)"
       else
         csv=/tmp/trace${TRACE_TAG:-}.csv
         # shellcheck disable=SC2086  # the arguments are meant to split
