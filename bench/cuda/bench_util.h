@@ -1,5 +1,5 @@
-// Pieces the GPU micro-benchmarks (gemv_bench, moe_gemv_bench) share: a CUDA graph of a function's
-// launches, and how many layers of weights fit in the device's free memory.
+// Pieces the GPU micro-benchmarks (gemv_bench, moe_gemv_bench, stream_bench) share: a CUDA graph of a
+// function's launches and its replay time, and how many layers of weights fit in the device's free memory.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "backend/cuda/check.h"
+#include "backend/cuda/timing.h"
 #include "base/error.h"
 
 namespace infernix::bench {
@@ -22,6 +23,16 @@ cudaGraphExec_t CaptureGraph(cudaStream_t s, F fn) {
   INFX_CUDA_CHECK(cudaGraphInstantiate(&exec, g, 0));
   INFX_CUDA_CHECK(cudaGraphDestroy(g));
   return exec;
+}
+
+// Median milliseconds of one replay of fn's launches as a graph (captured once, 2 replays of warm-up, `reps`
+// timed, the graph destroyed after).
+template <typename F>
+double GraphMedianMs(cudaStream_t s, int reps, F fn) {
+  cudaGraphExec_t g = CaptureGraph(s, fn);
+  const double ms = cuda::MedianMs(s, 2, reps, [&] { INFX_CUDA_CHECK(cudaGraphLaunch(g, s)); });
+  INFX_CUDA_CHECK(cudaGraphExecDestroy(g));
+  return ms;
 }
 
 // Of `wanted` layers of `layer_bytes` each, as many as fit in the free device memory with 2 GiB to spare

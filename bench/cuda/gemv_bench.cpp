@@ -25,10 +25,9 @@
 #include "backend/cuda/factory.h"
 #include "backend/cuda/kernels.h"
 #include "backend/cuda/memory.h"
-#include "backend/cuda/timing.h"
-#include "bench_util.h"
 #include "base/error.h"
 #include "base/int_list.h"
+#include "bench_util.h"
 #include "tensor/dtype.h"
 
 namespace infernix {
@@ -139,8 +138,8 @@ int Run(const Options& o) {
       offset += RowBytes(type, pr.k) * static_cast<size_t>(rows);
       out_row += rows;
       if (!bf16 && !cuda::QuantGemvMmaFits(b.w_type, n, pr.k, rows, b.x, sg.w, smem_optin))
-        ThrowError(ErrorCode::kUnsupported, "{} x {} of {} for {} tokens does not take the tensor-core GEMV",
-                   rows, pr.k, o.type, n);
+        ThrowError(ErrorCode::kUnsupported, "{} x {} of {} for {} tokens does not take the tensor-core GEMV", rows,
+                   pr.k, o.type, n);
     }
     if (bf16) {
       if (norm && !sums && pr.rows.size() > 1 && n <= cuda::kGemvNormMaxTokens) {  // q/k/v and gate/up
@@ -177,22 +176,18 @@ int Run(const Options& o) {
       std::printf("| %lld | %s | %.1f | %.0f | %.1f%% |\n", static_cast<long long>(n), name.c_str(), ms * 1e3,
                   bytes / (ms * 1e-3) / 1e9, 100.0 * bytes / (ms * 1e-3) / dev.copy_bytes_per_s);
     };
-    cudaGraphExec_t chain = bench::CaptureGraph(s, [&] {
+    auto chain = [&] {
       for (int l = 0; l < layers; ++l)
         for (size_t p = 0; p < products.size(); ++p) launch(l, p, n);
-    });
-    row(fmt::format("chain of {} layers", layers),
-        cuda::MedianMs(s, 2, o.reps, [&] { INFX_CUDA_CHECK(cudaGraphLaunch(chain, s)); }),
+    };
+    row(fmt::format("chain of {} layers", layers), bench::GraphMedianMs(s, o.reps, chain),
         static_cast<double>(layer_bytes) * layers);
-    INFX_CUDA_CHECK(cudaGraphExecDestroy(chain));
     for (size_t p = 0; p < products.size(); ++p) {
-      cudaGraphExec_t alone = bench::CaptureGraph(s, [&] {
+      auto alone = [&] {
         for (int l = 0; l < layers; ++l) launch(l, p, n);
-      });
-      row(fmt::format("{} x {}", products[p].name, layers),
-          cuda::MedianMs(s, 2, o.reps, [&] { INFX_CUDA_CHECK(cudaGraphLaunch(alone, s)); }),
+      };
+      row(fmt::format("{} x {}", products[p].name, layers), bench::GraphMedianMs(s, o.reps, alone),
           static_cast<double>(product_bytes[p]) * layers);
-      INFX_CUDA_CHECK(cudaGraphExecDestroy(alone));
     }
   }
   INFX_CUDA_CHECK(cudaStreamDestroy(s));

@@ -26,7 +26,6 @@
 #include "backend/cuda/factory.h"
 #include "backend/cuda/kernels.h"
 #include "backend/cuda/memory.h"
-#include "backend/cuda/timing.h"
 #include "bench_util.h"
 #include "base/error.h"
 #include "base/int_list.h"
@@ -159,7 +158,7 @@ int Run(const Options& o) {
   for (int64_t n : tokens) {
     const std::set<int32_t> distinct(ids.begin(), ids.begin() + n * o.top_k);
     const size_t read = (distinct.size() + (o.shared ? 1 : 0)) * expert_bytes;
-    cudaGraphExec_t graph = bench::CaptureGraph(s, [&] {
+    auto experts = [&] {
       for (int l = 0; l < layers; ++l) {
         cuda::GemvResidual res{};
         if (o.norm) {
@@ -177,9 +176,8 @@ int Run(const Options& o) {
                             static_cast<int32_t>(o.top_k), layer[static_cast<size_t>(l)].ex, act.data(), out.data(),
                             res);
       }
-    });
-    const double ms = cuda::MedianMs(s, 2, o.reps, [&] { INFX_CUDA_CHECK(cudaGraphLaunch(graph, s)); }) / layers;
-    INFX_CUDA_CHECK(cudaGraphExecDestroy(graph));
+    };
+    const double ms = bench::GraphMedianMs(s, o.reps, experts) / layers;
     const double gbs = static_cast<double>(read) / (ms * 1e-3) / 1e9;
     std::printf("| %lld | %zu | %.1f | %.0f | %.1f%% |\n", static_cast<long long>(n),
                 distinct.size() + (o.shared ? 1 : 0), ms * 1e3, gbs, 100.0 * gbs * 1e9 / dev.copy_bytes_per_s);

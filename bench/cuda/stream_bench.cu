@@ -23,7 +23,6 @@
 #include <vector>
 
 #include "backend/cuda/check.h"
-#include "backend/cuda/timing.h"
 #include "base/error.h"
 #include "base/int_list.h"
 #include "bench_util.h"
@@ -90,21 +89,19 @@ __global__ void __launch_bounds__(kThreads) TmaKernel(const uint8_t* tiles, int6
     // One bulk copy per 32 KB piece (any multiple of 16 bytes is allowed; pieces keep each request moderate).
     for (int64_t o = 0; o < tile_bytes; o += 32768) {
       const unsigned piece = static_cast<unsigned>(tile_bytes - o < 32768 ? tile_bytes - o : 32768);
-      asm volatile(
-          "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
-              dst + static_cast<unsigned>(o)),
-          "l"(src + o), "r"(piece), "r"(bar_s)
-          : "memory");
+      asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+                       dst + static_cast<unsigned>(o)),
+                   "l"(src + o), "r"(piece), "r"(bar_s)
+                   : "memory");
     }
   }
   // Wait for phase 0 of the barrier (the whole tile), giving up after 2^22 polls (reported by the host).
   uint32_t done = 0;
   for (uint32_t i = 0; i < (1u << 22) && done == 0; ++i) {
-    asm volatile(
-        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0;\n selp.u32 %0, 1, 0, p;\n}\n"
-        : "=r"(done)
-        : "r"(bar_s)
-        : "memory");
+    asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0;\n selp.u32 %0, 1, 0, p;\n}\n"
+                 : "=r"(done)
+                 : "r"(bar_s)
+                 : "memory");
   }
   uint32_t acc = 0;
   if (done != 0) {
@@ -157,8 +154,8 @@ int Run(const Options& o) {
     max_dynamic = std::min(max_dynamic, dynamic);
     INFX_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, dynamic));
   }
-  std::printf("device: %d SMs, %d KB shared memory per SM; %d launches per graph, blocks held to %d per SM\n\n",
-              sms, smem_per_sm / 1024, layers, o.per_sm);
+  std::printf("device: %d SMs, %d KB shared memory per SM; %d launches per graph, blocks held to %d per SM\n\n", sms,
+              smem_per_sm / 1024, layers, o.per_sm);
   std::printf("| tiles | tile KB | way | blocks per SM | us per launch | GB/s |\n|---:|---:|---|---:|---:|---:|\n");
   for (int64_t kb : tile_kbs) {
     const int64_t tile_bytes = kb * 1024;
@@ -175,11 +172,10 @@ int Run(const Options& o) {
         int per_sm = 0;
         INFX_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, smem));
         INFX_CUDA_CHECK(cudaMemsetAsync(sink, 0, sizeof(uint32_t) * static_cast<size_t>(n + 1), s));
-        cudaGraphExec_t g = bench::CaptureGraph(s, [&] {
+        const double ms = bench::GraphMedianMs(s, o.reps, [&] {
           for (int l = 0; l < layers; ++l)
             kernel<<<static_cast<unsigned>(n), kThreads, smem, s>>>(buf + l * max_bytes, tile_bytes, sink);
         });
-        const double ms = cuda::MedianMs(s, 2, o.reps, [&] { INFX_CUDA_CHECK(cudaGraphLaunch(g, s)); });
         uint32_t flag = 0;
         INFX_CUDA_CHECK(cudaMemcpy(&flag, sink + n, sizeof(flag), cudaMemcpyDeviceToHost));
         const double us = 1e3 * ms / layers;
@@ -189,10 +185,9 @@ int Run(const Options& o) {
                       way == 0 ? "regs" : "tma", per_sm,
                       flag == 1 ? "timed out waiting for the copy" : "no sm_90 code in this build");
         } else {
-          std::printf("| %lld | %lld | %s | %d | %.2f | %.0f |\n", static_cast<long long>(n), static_cast<long long>(kb),
-                      way == 0 ? "regs" : "tma", per_sm, us, gbs);
+          std::printf("| %lld | %lld | %s | %d | %.2f | %.0f |\n", static_cast<long long>(n),
+                      static_cast<long long>(kb), way == 0 ? "regs" : "tma", per_sm, us, gbs);
         }
-        INFX_CUDA_CHECK(cudaGraphExecDestroy(g));
       }
     }
   }
