@@ -123,6 +123,26 @@ __device__ __forceinline__ void WaitForPrevious() {
 #endif
 }
 
+// Asks L2 to fetch part `part` of `parts` of [base, base + bytes) from memory, the lanes of one warp each
+// a slice (base and bytes multiples of 16): no registers and nothing waited for, so a kernel can bring in
+// the weights that the next kernel will read while its own loads run (on sm_90 a bulk prefetch per lane,
+// before it one prefetch per 128-byte line).
+__device__ __forceinline__ void PrefetchL2Part(const void* base, int64_t bytes, int part, int parts, int lane) {
+  const int64_t per_part = (bytes + parts - 1) / parts;
+  const int64_t p0 = min(bytes, ((per_part + 15) / 16 * 16) * part);
+  const int64_t p1 = min(bytes, p0 + (per_part + 15) / 16 * 16);
+  const int64_t per_lane = ((p1 - p0 + 31) / 32 + 15) / 16 * 16;
+  const int64_t l0 = min(p1, p0 + per_lane * lane), l1 = min(p1, l0 + per_lane);
+  const char* b = static_cast<const char*>(base);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if (l1 > l0)
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(b + l0), "r"(static_cast<uint32_t>(l1 - l0))
+                 : "memory");
+#elif defined(__CUDA_ARCH__)
+  for (int64_t o = l0; o < l1; o += 128) asm volatile("prefetch.global.L2 [%0];\n" ::"l"(b + o));
+#endif
+}
+
 // One bf16 tensor-core step: c (f32 16x8) += a (bf16 16x16, row) @ b (bf16 16x8, col), the
 // mma.sync.m16n8k16 fragment layout (a0/a1: rows g / g+8 at k 2t..2t+1; a2/a3 the same at k + 8).
 __device__ __forceinline__ void MmaBf16(float* c, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
