@@ -123,26 +123,6 @@ __device__ __forceinline__ void WaitForPrevious() {
 #endif
 }
 
-// Asks L2 to fetch part `part` of `parts` of [base, base + bytes) from memory, the lanes of one warp each
-// a slice (base and bytes multiples of 16): no registers and nothing waited for, so a kernel can bring in
-// the weights that the next kernel will read while its own loads run (on sm_90 a bulk prefetch per lane,
-// before it one prefetch per 128-byte line).
-__device__ __forceinline__ void PrefetchL2Part(const void* base, int64_t bytes, int part, int parts, int lane) {
-  const int64_t per_part = (bytes + parts - 1) / parts;
-  const int64_t p0 = min(bytes, ((per_part + 15) / 16 * 16) * part);
-  const int64_t p1 = min(bytes, p0 + (per_part + 15) / 16 * 16);
-  const int64_t per_lane = ((p1 - p0 + 31) / 32 + 15) / 16 * 16;
-  const int64_t l0 = min(p1, p0 + per_lane * lane), l1 = min(p1, l0 + per_lane);
-  const char* b = static_cast<const char*>(base);
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  if (l1 > l0)
-    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(b + l0), "r"(static_cast<uint32_t>(l1 - l0))
-                 : "memory");
-#elif defined(__CUDA_ARCH__)
-  for (int64_t o = l0; o < l1; o += 128) asm volatile("prefetch.global.L2 [%0];\n" ::"l"(b + o));
-#endif
-}
-
 // One bf16 tensor-core step: c (f32 16x8) += a (bf16 16x16, row) @ b (bf16 16x8, col), the
 // mma.sync.m16n8k16 fragment layout (a0/a1: rows g / g+8 at k 2t..2t+1; a2/a3 the same at k + 8).
 __device__ __forceinline__ void MmaBf16(float* c, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
@@ -223,17 +203,6 @@ __device__ __forceinline__ void CpAsync16Zfill(void* smem, const void* gmem, boo
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
   const int bytes = valid ? 16 : 0;
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(bytes) : "memory");
-}
-// 4, 8 or 16 bytes (`bytes`, aligned to it at both ends) global -> shared, asynchronously, through L1.
-__device__ __forceinline__ void CpAsyncSmall(void* smem, const void* gmem, int bytes) {
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  if (bytes == 4) {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(s), "l"(gmem) : "memory");
-  } else if (bytes == 8) {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(s), "l"(gmem) : "memory");
-  } else {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem) : "memory");
-  }
 }
 __device__ __forceinline__ void CpAsyncCommit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 // Waits until at most kPending committed groups are still in flight.

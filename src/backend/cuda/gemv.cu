@@ -130,51 +130,20 @@ __device__ void FinishRouting(const GemvBatch& p, const GemvRouting& r) {
   if (threadIdx.x == 0) *r.counter = 0;
 }
 
-// GemvConv's inputs for the (token, channel) that one thread of the epilogue computes (kTailConv), in
-// that thread's own shared memory: the window, and the channel's weights where they take 4, 8 or 16
-// aligned bytes (ConvWeightBytes; else the epilogue reads them from global memory). PrefetchConv copies
-// them with cp.async after the wait and before the tile's product, so that the epilogue finds them there
-// instead of waiting on memory after the product; each thread reads back only what it copied.
-struct ConvStage {
-  float win[kGemvConvMaxKernel - 1];
-  alignas(16) uint8_t w[kGemvConvMaxKernel * 4];
-};
-
-// The bytes of channel c's weights when they can be staged, else 0.
-__device__ __forceinline__ int ConvWeightBytes(const GemvConv& cv, int64_t c) {
-  const int bytes = cv.kernel * (cv.w_dtype == kF32 ? 4 : 2);
-  const auto addr = reinterpret_cast<uintptr_t>(cv.w) + static_cast<uintptr_t>(c * bytes);
-  return (bytes == 4 || bytes == 8 || bytes == 16) && addr % static_cast<uintptr_t>(bytes) == 0 ? bytes : 0;
-}
-
-__device__ __forceinline__ void PrefetchConv(const GemvConv& cv, int64_t token, int64_t c, int64_t channels,
-                                             ConvStage* stage) {
-  const int slot = cv.layout.seq_info[cv.layout.token_seq[token] * 4];
-  const float* st = cv.state + slot * cv.slot_stride + c;  // [kernel - 1][channels]
-  for (int j = 0; j < cv.kernel - 1; ++j) CpAsyncSmall(&stage->win[j], st + j * channels, 4);
-  const int w_bytes = ConvWeightBytes(cv, c);
-  if (w_bytes != 0) CpAsyncSmall(stage->w, static_cast<const uint8_t*>(cv.w) + c * w_bytes, w_bytes);
-  CpAsyncCommit();
-}
-
 // GemvConv: element (token, c) of the conv's input, x as stored (bf16), into the conv's output; the token's
-// slot's window advances by one. stage: what PrefetchConv copied for it (the copies complete).
-__device__ __forceinline__ void ConvStep(const GemvConv& cv, int64_t token, int64_t c, int64_t channels, float x,
-                                         const ConvStage& stage) {
+// slot's window advances by one.
+__device__ __forceinline__ void ConvStep(const GemvConv& cv, int64_t token, int64_t c, int64_t channels, float x) {
   const int slot = cv.layout.seq_info[cv.layout.token_seq[token] * 4];
   float* st = cv.state + slot * cv.slot_stride + c;  // [kernel - 1][channels]
   const int keep = cv.kernel - 1;
-  const bool staged_w = ConvWeightBytes(cv, c) != 0;
-  const void* w = staged_w ? static_cast<const void*>(stage.w) : cv.w;
-  const int64_t w0 = staged_w ? 0 : c * cv.kernel;
   float win[kGemvConvMaxKernel];
   float acc = 0.0f;
 #pragma unroll
   for (int j = 0; j < kGemvConvMaxKernel - 1; ++j) {
-    win[j] = j < keep ? stage.win[j] : 0.0f;
-    if (j < keep) acc += LoadF(w, cv.w_dtype, w0 + j) * win[j];
+    win[j] = j < keep ? st[j * channels] : 0.0f;
+    if (j < keep) acc += LoadF(cv.w, cv.w_dtype, c * cv.kernel + j) * win[j];
   }
-  acc += LoadF(w, cv.w_dtype, w0 + keep) * x;
+  acc += LoadF(cv.w, cv.w_dtype, c * cv.kernel + keep) * x;
   static_cast<bf16*>(cv.out)[token * channels + c] = __float2bfloat16_rn(SiluF(acc));
 #pragma unroll
   for (int j = 0; j < kGemvConvMaxKernel - 1; ++j)
@@ -215,7 +184,6 @@ __global__ void __launch_bounds__(32 * kWarps, kTail == kTailConv ? 2 : 0) GemvK
   };
   __shared__ float partial[kWarps][kTiles * 4][32];
   __shared__ float tile_ss[4][4];  // res.norm_out: TileSquares
-  __shared__ ConvStage conv_stage[kTail == kTailConv ? 128 : 1];  // PrefetchConv, a stage per epilogue thread
   bool waited = false;
   const bool paired = p.silu_out != nullptr;
   const int64_t items = paired ? total_tiles / 2 : total_tiles;
@@ -259,13 +227,6 @@ __global__ void __launch_bounds__(32 * kWarps, kTail == kTailConv ? 2 : 0) GemvK
         if constexpr (kX == kGemvXNorm) StageNormedX(p.pro, static_cast<int>(n), static_cast<int>(k), xs);
         waited = true;
       }
-      if constexpr (kTail == kTailConv) {  // the conv inputs of this thread's (token, channel) in the epilogue
-        if (threadIdx.x < 128 && tile < (p.seg[0].rows + 15) / 16) {
-          const int q = threadIdx.x >> 5, ln = threadIdx.x & 31;
-          const int64_t row = row0 + (ln >> 2) + (q >= 2 ? 8 : 0), token = 2 * (ln & 3) + (q & 1);
-          if (row < rows && token < n) PrefetchConv(tail.conv, token, row, rows, &conv_stage[threadIdx.x]);
-        }
-      }
       for (int64_t s0 = warp; s0 < steps; s0 += kWarps * kUnroll) {
         if (s0 != warp) load_weights(s0);
         uint4 xr[kUnroll][kTiles];
@@ -305,10 +266,7 @@ __global__ void __launch_bounds__(32 * kWarps, kTail == kTailConv ? 2 : 0) GemvK
           if (!paired) {
             h = StoreGemvSum(p.res, sg, i, sum);
             if constexpr (kTail == kTailConv) {
-              if (tile < (p.seg[0].rows + 15) / 16) {
-                CpAsyncWait<0>();  // PrefetchConv's copies, this thread's own
-                ConvStep(tail.conv, token, row, rows, RoundBf16(sum), conv_stage[threadIdx.x]);
-              }
+              if (tile < (p.seg[0].rows + 15) / 16) ConvStep(tail.conv, token, row, rows, RoundBf16(sum));
             }
           } else {  // gate, then up
             StoreGateUpPair(half != 0, sg.out, p.silu_out, i, sum, gate);

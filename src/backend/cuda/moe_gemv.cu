@@ -12,10 +12,7 @@
 //  - MoeGemvUpKernel: work items (16 rows, group of 8 tokens) of the shared expert (its rows read once per
 //    group, the tokens as the mma's columns; first loads before the wait), then (16 rows of inter, routed
 //    slot): the gate tile, then the up tile of the same rows; act[slot, rows] = w_slot * silu(gate . x) *
-//    (up . x), in bf16 (the routing weight is folded in here, so the down pass is a plain sum). Each item
-//    also asks L2 for its share of its expert's down rows (PrefetchL2Part), fetched from memory while the
-//    up pass runs, so that the down kernel, which cannot know its weights before the routing, finds them
-//    in L2 instead of waiting on memory for them (when the batch's down rows fit in half of L2).
+//    (up . x), in bf16 (the routing weight is folded in here, so the down pass is a plain sum).
 //  - MoeGemvDownKernel: a block per (16 output rows, token): out[t, rows] = the sum over t's S slots of
 //    down_e[rows] . act[slot], one product over k = S * inter (a token's act rows are contiguous) whose
 //    weight rows change expert every inter values; the warps' partial sums are added in a fixed order.
@@ -44,7 +41,6 @@ struct MoeGemvArgs {
   bf16* act;  // [n * S, inter]
   bf16* out;  // [n, hidden]
   GemvResidual res;
-  int32_t prefetch_down;  // the up kernel asks L2 for the down rows (when the batch's fit in half of L2)
 };
 
 // The routing weight of slot j of token t.
@@ -148,9 +144,10 @@ __device__ __forceinline__ float ReduceTile(const float* acc, float (*partial)[4
   return sum;
 }
 
-// The bytes of a weight row of k values (bf16 or f8_e4m3_b128).
-__host__ __device__ __forceinline__ int64_t RowBytes(int dtype, int64_t k) {
-  return dtype == kBF16 ? int64_t{2} * k : int64_t{132} * (k / 128);
+// The bytes of a weight row of k values (bf16 or f8_e4m3_b128), and the values of a step.
+template <int W>
+__device__ __forceinline__ int64_t RowBytes(int k) {
+  return W == kBF16 ? int64_t{2} * k : int64_t{132} * (k / 128);
 }
 // acc += the tile's rows rg, rh . x over `steps` steps of 32 values: row_of(s, &rg, &rh) gives the rows' bases
 // for step s and returns the step within them; x's values of step s are at x + 32 s.
@@ -211,7 +208,7 @@ __global__ void __launch_bounds__(32 * kWarps, 2) MoeGemvUpKernel(MoeGemvArgs a)
     local = item / groups;
   }
   const int row0 = local * 16;
-  const int64_t row_bytes = RowBytes(W, hidden);
+  const int64_t row_bytes = RowBytes<W>(hidden);
   const int64_t og = min(row0 + g, inter - 1) * row_bytes, oh = min(row0 + g + 8, inter - 1) * row_bytes;
   const bool has_x = g < n_tok;
   const bf16* xt = a.x + static_cast<int64_t>(tok0 + (has_x ? g : 0)) * hidden;
@@ -220,7 +217,6 @@ __global__ void __launch_bounds__(32 * kWarps, 2) MoeGemvUpKernel(MoeGemvArgs a)
   if (!shared) WaitForPrevious();
   const int e = shared ? a.ex.n_experts : a.ids[tok0 * a.top_k + j];
   const int steps = hidden / 32;
-  const int64_t down_bytes = RowBytes(W, inter) * hidden;
   float gate = 0.0f;
   for (int half = 0; half < 2; ++half) {
     const uint8_t* w = static_cast<const uint8_t*>((half == 0 ? a.ex.gate : a.ex.up)[e]);
@@ -233,12 +229,7 @@ __global__ void __launch_bounds__(32 * kWarps, 2) MoeGemvUpKernel(MoeGemvArgs a)
           return s;
         },
         [&] {
-          if (half != 0) return;
-          // This item's share of the slot's expert's down rows goes to L2 (the down kernel then reads them
-          // from there): the shared expert's once, by its first token group.
-          if (a.prefetch_down != 0 && warp == 0 && (!shared || tok0 == 0))
-            PrefetchL2Part(a.ex.down[e], down_bytes, local, row_tiles, lane);
-          if (shared) WaitForPrevious();
+          if (shared && half == 0) WaitForPrevious();
         },
         acc);
     const float sum = ReduceTile(acc, partial, warp, lane);
@@ -266,7 +257,7 @@ __global__ void __launch_bounds__(32 * kWarps) MoeGemvDownKernel(MoeGemvArgs a) 
   const int hidden = static_cast<int>(a.ex.hidden), inter = static_cast<int>(a.ex.inter);
   // Tokens vary fastest: the same rows of an expert two tokens chose (the shared one: all) come from L2.
   const int token = static_cast<int>(blockIdx.x) % a.n, row0 = (static_cast<int>(blockIdx.x) / a.n) * 16;
-  const int64_t row_bytes = RowBytes(W, inter);
+  const int64_t row_bytes = RowBytes<W>(inter);
   const int64_t og = min(row0 + g, hidden - 1) * row_bytes, oh = min(row0 + g + 8, hidden - 1) * row_bytes;
   WaitForPrevious();  // act comes from the up kernel, ids from the routing before it
   if (threadIdx.x < a.slots) {
@@ -345,14 +336,7 @@ void LaunchMoeGemv(cudaStream_t s, const void* x, const float* weights, const in
                 ex,
                 static_cast<bf16*>(act),
                 static_cast<bf16*>(out),
-                res,
-                0};
-  // The down rows of every slot of the batch (the same expert may count twice) against half of L2: more
-  // would evict rows fetched early before the down kernel reads them, and read them twice.
-  int device = 0, l2 = 0;
-  INFX_CUDA_CHECK(cudaGetDevice(&device));
-  INFX_CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
-  a.prefetch_down = n * a.slots * RowBytes(ex.dtype, ex.inter) * ex.hidden <= int64_t{l2} / 2 ? 1 : 0;
+                res};
   const int64_t up_tiles = (ex.inter + 15) / 16, down_tiles = (ex.hidden + 15) / 16;
   const int64_t shared_groups = shared_logit != nullptr ? (n + kMoeGemvTokenGroup - 1) / kMoeGemvTokenGroup : 0;
   const auto up_items = static_cast<unsigned>((n * top_k + shared_groups) * up_tiles);
