@@ -30,6 +30,10 @@ constexpr int kUnroll = 8;  // steps of weight loads in flight per thread (8 val
 // The down kernel for 1-2 tokens: a block per SM at most (hidden / 16 tiles per token), so it can hold
 // twice the loads in flight, which halves the rounds of memory latency a block waits through.
 constexpr int kDownUnrollFew = 16;
+// FP8 steps hold half the bytes of bf16's in 10 registers instead of 12 (6 of weights, the unaligned
+// words and their scales): 24 of them in flight (243 registers) cover a warp's whole share of Qwen3-Next's
+// (10 + 1 slots of 512) and Qwen3-30B-A3B's (8 of 768) down rows in one round instead of two.
+constexpr int kDownUnrollFewF8 = 24;
 
 struct MoeGemvArgs {
   const bf16* x;              // [n, hidden]
@@ -303,7 +307,8 @@ void LaunchPair(cudaStream_t s, const MoeGemvArgs& a, int64_t n, unsigned up_ite
   LaunchDependent(MoeGemvUpKernel<W, kUnroll>, dim3(up_items), dim3(32 * kWarps), 0, s, a);
   INFX_CUDA_CHECK_LAUNCH();
   if (n <= 2) {
-    LaunchDependent(MoeGemvDownKernel<W, kDownUnrollFew>, down_grid, dim3(32 * kWarps), 0, s, a);
+    constexpr int kU = W == kBF16 ? kDownUnrollFew : kDownUnrollFewF8;
+    LaunchDependent(MoeGemvDownKernel<W, kU>, down_grid, dim3(32 * kWarps), 0, s, a);
   } else {
     LaunchDependent(MoeGemvDownKernel<W, kUnroll>, down_grid, dim3(32 * kWarps), 0, s, a);
   }
