@@ -11,8 +11,8 @@
 // kernel before it.
 //
 // The driver calls InitializeInjection with no argument, and CUPTI's buffer callbacks take no user data:
-// the trace lives in one function-local static (the only state of this library, which is a tool loaded
-// into a process to observe it, not part of the engine).
+// the trace lives in one function-local static, never destroyed (the only state of this library, which
+// is a tool loaded into a process to observe it, not part of the engine).
 #include <cupti.h>
 #include <cxxabi.h>
 
@@ -40,9 +40,12 @@ struct Trace {
   uint64_t dropped = 0;
 };
 
+// Never destroyed: WriteTrace runs from atexit, after the destructors of function-local statics made
+// later than its registration (as this one would be, on the first buffer), and the driver may still
+// hand over buffers while the process exits.
 Trace& TheTrace() {
-  static Trace trace;
-  return trace;
+  static Trace* trace = new Trace;  // NOLINT(cppcoreguidelines-owning-memory): lives until the process ends
+  return *trace;
 }
 
 std::string Demangle(const char* name) {
