@@ -27,12 +27,16 @@ namespace {
 
 constexpr int kWarps = 8;
 constexpr int kUnroll = 8;  // steps of weight loads in flight per thread (8 values of two rows each)
-// The down kernel for 1-2 tokens: a block per SM at most (hidden / 16 tiles per token), so it can hold
-// twice the loads in flight, which halves the rounds of memory latency a block waits through.
-constexpr int kDownUnrollFew = 16;
+// The down kernel for 1-2 tokens has a block per SM at most (hidden / 16 tiles per token), so it can hold
+// more loads in flight, which cuts the rounds of memory latency a block waits through. bf16: 16 warps of
+// 11 steps (128 registers) cover Qwen3-Next's 176 steps of a token's down rows (10 + 1 slots of 512) in
+// one round (8 warps of 16 took two); from 3 tokens the same 16 warps with 8 steps (the warp of a step,
+// and so every sum's order, is the same for every batch size: a token's result does not depend on it).
 // FP8 steps hold half the bytes of bf16's in 10 registers instead of 12 (6 of weights, the unaligned
-// words and their scales): 24 of them in flight (243 registers) cover a warp's whole share of Qwen3-Next's
-// (10 + 1 slots of 512) and Qwen3-30B-A3B's (8 of 768) down rows in one round instead of two.
+// words and their scales): 8 warps of 24 (243 registers) cover Qwen3-Next's and Qwen3-30B-A3B's (8 slots
+// of 768) in one round.
+constexpr int kDownWarpsBf16 = 16;
+constexpr int kDownUnrollFewBf16 = 11;
 constexpr int kDownUnrollFewF8 = 24;
 
 struct MoeGemvArgs {
@@ -94,14 +98,14 @@ struct F8Step {
 // round, conditional loads instead of branches), which keeps all kU steps' loads in flight: a loop that
 // loads and multiplies in one round compiles to loads interleaved with the products (40 registers instead
 // of 102 in a test kernel), which then wait for each other.
-template <int kU, typename Step, typename LoadStep, typename LoadX, typename AfterFirstLoads>
+template <int kU, int kW, typename Step, typename LoadStep, typename LoadX, typename AfterFirstLoads>
 __device__ __forceinline__ void TileProduct(int steps, int warp, bool use_x, LoadStep load_step, LoadX load_x,
                                             AfterFirstLoads after_first_loads, float* acc) {
   Step w[kU];
   auto load_weights = [&](int s0) {
 #pragma unroll
     for (int u = 0; u < kU; ++u) {
-      const int s = s0 + u * kWarps;
+      const int s = s0 + u * kW;
       if (s < steps) {
         load_step(s, &w[u]);
       } else {
@@ -111,12 +115,12 @@ __device__ __forceinline__ void TileProduct(int steps, int warp, bool use_x, Loa
   };
   load_weights(warp);
   after_first_loads();
-  for (int s0 = warp; s0 < steps; s0 += kWarps * kU) {
+  for (int s0 = warp; s0 < steps; s0 += kW * kU) {
     if (s0 != warp) load_weights(s0);
     typename Step::X xr[kU];
 #pragma unroll
     for (int u = 0; u < kU; ++u) {
-      const int s = s0 + u * kWarps;
+      const int s = s0 + u * kW;
       xr[u] = use_x && s < steps ? load_x(s) : typename Step::X{};
     }
 #pragma unroll
@@ -132,8 +136,9 @@ __device__ __forceinline__ void LoadF8(const uint8_t* row, int s, int t, uint2* 
   *scale = __ldg(reinterpret_cast<const float*>(block));
 }
 
-// The 8 warps' C fragments summed in a fixed order; threads q * 32 + ln (q < 4) get row (ln >> 2) + (q >= 2 ?
-// 8 : 0), column 2 (ln & 3) + (q & 1) of the tile. Ends with the block synchronised (partial is reused).
+// The kW warps' C fragments summed in a fixed order; threads q * 32 + ln (q < 4) get row (ln >> 2) + (q >= 2
+// ? 8 : 0), column 2 (ln & 3) + (q & 1) of the tile. Ends with the block synchronised (partial is reused).
+template <int kW = kWarps>
 __device__ __forceinline__ float ReduceTile(const float* acc, float (*partial)[4][32], int warp, int lane) {
 #pragma unroll
   for (int q = 0; q < 4; ++q) partial[warp][q][lane] = acc[q];
@@ -142,7 +147,7 @@ __device__ __forceinline__ float ReduceTile(const float* acc, float (*partial)[4
   if (threadIdx.x < 128) {
     const int q = threadIdx.x >> 5, ln = threadIdx.x & 31;
 #pragma unroll
-    for (int i = 0; i < kWarps; ++i) sum += partial[i][q][ln];
+    for (int i = 0; i < kW; ++i) sum += partial[i][q][ln];
   }
   __syncthreads();
   return sum;
@@ -155,11 +160,11 @@ __device__ __forceinline__ int64_t RowBytes(int k) {
 }
 // acc += the tile's rows rg, rh . x over `steps` steps of 32 values: row_of(s, &rg, &rh) gives the rows' bases
 // for step s and returns the step within them; x's values of step s are at x + 32 s.
-template <int W, int kU, typename RowOf, typename AfterFirstLoads>
+template <int W, int kU, int kW, typename RowOf, typename AfterFirstLoads>
 __device__ __forceinline__ void RowsProduct(int steps, int warp, int t, bool use_x, const bf16* x, RowOf row_of,
                                             AfterFirstLoads after_first_loads, float* acc) {
   if constexpr (W == kBF16) {
-    TileProduct<kU, Bf16Step>(
+    TileProduct<kU, kW, Bf16Step>(
         steps, warp, use_x,
         [&](int s, Bf16Step* w) {
           const uint8_t *rg, *rh;
@@ -169,7 +174,7 @@ __device__ __forceinline__ void RowsProduct(int steps, int warp, int t, bool use
         },
         [&](int s) { return __ldg(reinterpret_cast<const uint4*>(x) + s * 4 + t); }, after_first_loads, acc);
   } else {
-    TileProduct<kU, F8Step>(
+    TileProduct<kU, kW, F8Step>(
         steps, warp, use_x,
         [&](int s, F8Step* w) {
           const uint8_t *rg, *rh;
@@ -225,7 +230,7 @@ __global__ void __launch_bounds__(32 * kWarps, 2) MoeGemvUpKernel(MoeGemvArgs a)
   for (int half = 0; half < 2; ++half) {
     const uint8_t* w = static_cast<const uint8_t*>((half == 0 ? a.ex.gate : a.ex.up)[e]);
     float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    RowsProduct<W, kU>(
+    RowsProduct<W, kU, kWarps>(
         steps, warp, t, has_x, xt,
         [&](int s, const uint8_t** rg, const uint8_t** rh) {
           *rg = w + og;
@@ -251,11 +256,11 @@ __global__ void __launch_bounds__(32 * kWarps, 2) MoeGemvUpKernel(MoeGemvArgs a)
   }
 }
 
-template <int W, int kU>
-__global__ void __launch_bounds__(32 * kWarps) MoeGemvDownKernel(MoeGemvArgs a) {
+template <int W, int kU, int kW>
+__global__ void __launch_bounds__(32 * kW) MoeGemvDownKernel(MoeGemvArgs a) {
   AllowDependentLaunch();
   constexpr int kMaxSlots = kMoeGemvMaxSlots;
-  __shared__ float partial[kWarps][4][32];
+  __shared__ float partial[kW][4][32];
   __shared__ const uint8_t* seg_w[kMaxSlots];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   const int hidden = static_cast<int>(a.ex.hidden), inter = static_cast<int>(a.ex.inter);
@@ -272,7 +277,7 @@ __global__ void __launch_bounds__(32 * kWarps) MoeGemvDownKernel(MoeGemvArgs a) 
   const int seg_steps = inter / 32, steps = a.slots * seg_steps;
   const float inv_seg_steps = 1.0f / static_cast<float>(seg_steps);
   float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-  RowsProduct<W, kU>(
+  RowsProduct<W, kU, kW>(
       steps, warp, t, g == 0,  // column 0 is the token
       a.act + static_cast<int64_t>(token) * a.slots * inter,  // its S act rows, contiguous
       [&](int s, const uint8_t** rg, const uint8_t** rh) {
@@ -283,7 +288,7 @@ __global__ void __launch_bounds__(32 * kWarps) MoeGemvDownKernel(MoeGemvArgs a) 
         return s - seg * seg_steps;
       },
       [] {}, acc);
-  const float sum = ReduceTile(acc, partial, warp, lane);
+  const float sum = ReduceTile<kW>(acc, partial, warp, lane);
   __shared__ float tile_ss[4][4];  // res.norm_out: TileSquares (only column 0, the token, is non-zero)
   if (threadIdx.x < 128) {
     const int q = threadIdx.x >> 5, ln = threadIdx.x & 31;
@@ -306,11 +311,12 @@ template <int W>
 void LaunchPair(cudaStream_t s, const MoeGemvArgs& a, int64_t n, unsigned up_items, dim3 down_grid) {
   LaunchDependent(MoeGemvUpKernel<W, kUnroll>, dim3(up_items), dim3(32 * kWarps), 0, s, a);
   INFX_CUDA_CHECK_LAUNCH();
+  constexpr int kW = W == kBF16 ? kDownWarpsBf16 : kWarps;
   if (n <= 2) {
-    constexpr int kU = W == kBF16 ? kDownUnrollFew : kDownUnrollFewF8;
-    LaunchDependent(MoeGemvDownKernel<W, kU>, down_grid, dim3(32 * kWarps), 0, s, a);
+    constexpr int kU = W == kBF16 ? kDownUnrollFewBf16 : kDownUnrollFewF8;
+    LaunchDependent(MoeGemvDownKernel<W, kU, kW>, down_grid, dim3(32 * kW), 0, s, a);
   } else {
-    LaunchDependent(MoeGemvDownKernel<W, kUnroll>, down_grid, dim3(32 * kWarps), 0, s, a);
+    LaunchDependent(MoeGemvDownKernel<W, kUnroll, kW>, down_grid, dim3(32 * kW), 0, s, a);
   }
   INFX_CUDA_CHECK_LAUNCH();
 }
