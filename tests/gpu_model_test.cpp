@@ -15,6 +15,7 @@
 #include <fstream>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cuda/f8_layout.h"
 #include "engine/backend_factory.h"
 #include "engine/generator.h"
 #include "formats/gguf.h"
@@ -384,7 +385,7 @@ TEST(GpuDummyHybrid, SharedExpertInTheRoutedKernelsFollowsTheCpu) {
 // host fill writes (tensor/dummy_values.h, tensor/dummy_blocks.h): bf16 (odd sizes for the grid-stride
 // tail) and random blocks of every type the backend computes with (sizes that end in a partial 8-byte
 // word; scales sqrt(3 / k) that make the K-quants' f16 fields subnormal); small and norm tensors stay on
-// the host.
+// the host. FP8 weights are compared in the device layout they take on the GPU.
 TEST(GpuDummyWeights, MadeOnTheGpuEqualTheHostFill) {
   REQUIRE_GPU();
   std::unique_ptr<Backend> gpu = Gpu();
@@ -399,6 +400,12 @@ TEST(GpuDummyWeights, MadeOnTheGpuEqualTheHostFill) {
     std::vector<uint8_t> device(t->size_bytes());
     gpu->CopyToHost(*t, device.data());
     const auto* h = static_cast<const uint8_t*>(host.data);
+    // FP8 weights end in the device layout (backend/cuda/f8_layout.h).
+    std::vector<uint8_t> reordered;
+    if (dtype == DType::kF8E4M3B128) {
+      reordered = cuda::F8DeviceRows(h, shape[0], shape[1]);
+      h = reordered.data();
+    }
     const auto diff = std::mismatch(device.begin(), device.end(), h);
     const size_t at = static_cast<size_t>(diff.first - device.begin());
     const size_t block = IsBlockQuantized(dtype) ? DTypeBlockBytes(dtype) : 2;

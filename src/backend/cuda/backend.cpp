@@ -284,7 +284,15 @@ Tensor CudaBackend::UploadWeight(const Tensor& host) {
   size_t bytes = host.size_bytes();
   void* dst = weights_.Allocate(bytes);
   INFX_CUDA_CHECK(cudaMemcpy(dst, host.data, bytes, cudaMemcpyHostToDevice));
+  if (host.dtype == DType::kF8E4M3B128) ToDeviceLayout(Tensor{dst, host.dtype, host.shape});
   return Tensor{dst, host.dtype, host.shape};
+}
+
+void CudaBackend::ToDeviceLayout(const Tensor& f8) {
+  const int64_t k = f8.shape[f8.shape.ndim - 1];
+  Submit();
+  cuda::LaunchF8ToDeviceRows(stream_, f8.data, f8.shape.numel() / k, k);
+  INFX_CUDA_CHECK(cudaStreamSynchronize(stream_));
 }
 
 std::optional<Tensor> CudaBackend::MakeDummyWeight(DType dtype, const Shape& shape, uint64_t seed, float scale) {
@@ -305,6 +313,7 @@ std::optional<Tensor> CudaBackend::MakeDummyWeight(DType dtype, const Shape& sha
   }
   // Done before returning, as UploadWeight's copy is: loading may read or copy a weight outside the stream.
   INFX_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  if (dtype == DType::kF8E4M3B128) ToDeviceLayout(Tensor{dst, dtype, shape});
   return Tensor{dst, dtype, shape};
 }
 

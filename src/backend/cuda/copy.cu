@@ -80,7 +80,38 @@ __global__ void DummyScalesKernel(uint8_t* data, size_t blocks, size_t block_byt
   }
 }
 
+// One row of FP8 blocks into the device layout (f8_layout.h), in place: the row goes through shared memory
+// as 4-byte words (a row's 33 words per block are only 4-byte aligned), then word j of block b's codes
+// lands at word 32 b + j and the block's scale at word k / 4 + b.
+__global__ void F8ToDeviceRowsKernel(uint32_t* data, int64_t k) {
+  extern __shared__ uint32_t row_words[];
+  const int64_t blocks = k / 128, words = blocks * 33;
+  uint32_t* row = data + static_cast<int64_t>(blockIdx.x) * words;
+  for (int64_t i = threadIdx.x; i < words; i += blockDim.x) row_words[i] = row[i];
+  __syncthreads();
+  for (int64_t i = threadIdx.x; i < words; i += blockDim.x) {
+    const int64_t code_words = k / 4;
+    row[i] = i < code_words ? row_words[(i / 32) * 33 + 1 + i % 32] : row_words[(i - code_words) * 33];
+  }
+}
+
 }  // namespace
+
+void LaunchF8ToDeviceRows(cudaStream_t s, void* data, int64_t rows, int64_t k) {
+  if (rows <= 0) return;
+  INFX_CHECK(k > 0 && k % 128 == 0 && (reinterpret_cast<uintptr_t>(data) & 3u) == 0);
+  const size_t smem = static_cast<size_t>(k / 128 * 132);
+  if (smem > 48 * 1024) {  // long rows: shared memory past the default, as far as the device allows
+    const cudaError_t e = cudaFuncSetAttribute(F8ToDeviceRowsKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                               static_cast<int>(smem));
+    INFX_CHECK_MSG(e == cudaSuccess, "FP8 rows of {} values ({} bytes) do not fit in a block's shared memory: {}", k,
+                   smem, cudaGetErrorString(e));
+  }
+  // A grid of rows blocks: a dimension holds 2^31 - 1 of them.
+  INFX_CHECK(rows < (int64_t{1} << 31));
+  F8ToDeviceRowsKernel<<<static_cast<unsigned>(rows), 256, smem, s>>>(static_cast<uint32_t*>(data), k);
+  INFX_CUDA_CHECK_LAUNCH();
+}
 
 cudaError_t ProbeKernelImage() {
   cudaFuncAttributes attr{};

@@ -65,6 +65,9 @@ struct DummyBlockFields {
   float d;
 };
 void LaunchDummyBlocks(cudaStream_t s, void* data, size_t bytes, size_t block_bytes, uint64_t seed, DummyBlockFields f);
+// FP8 weights (f8_e4m3_b128, `rows` rows of k values, k a multiple of 128) reordered in place from the
+// host's blocks into the device layout every FP8 kernel reads (f8_layout.h). One block per row.
+void LaunchF8ToDeviceRows(cudaStream_t s, void* data, int64_t rows, int64_t k);
 // Returns cudaSuccess when this build has kernels for the current device.
 cudaError_t ProbeKernelImage();
 // out[i, :] = x[rows[i], :], rows of row_bytes bytes (a multiple of 2).

@@ -2,10 +2,11 @@
 // experts and, folded in beside them, the shared expert, as weight-streaming products on tensor cores in
 // the manner of the decode GEMV (gemv.cu): a block owns 16 weight rows, its 8 warps split k, and every
 // thread loads a piece of rows g and g + 8 per step straight into k-permuted mma.sync fragments, so each
-// selected expert's weights are read once at memory bandwidth. A step is 32 values of k, 8 per thread:
-// 16 bytes of a bf16 row; for FP8 (f8_e4m3_b128: a 4-byte f32 scale, then 128 E4M3 bytes per block of a
-// row, so nothing past 4 bytes is aligned) two 4-byte words, converted exactly to bf16, and the scale of
-// the block the step lies in, which multiplies the step's products per row.
+// selected expert's weights are read once at memory bandwidth. A bf16 step is 32 values of k, 8 per
+// thread: 16 bytes of a row. An FP8 step (f8_e4m3_b128 in the device layout, f8_layout.h: a row's codes,
+// then its block scales) is 64 values, 16 per thread: 16 bytes of E4M3 codes per row (one load when the
+// rows are 16-byte aligned, else two of 8), converted exactly to bf16, and the scale of the block the
+// step lies in, which multiplies the step's products per row.
 //
 // Slots: token t owns slots t * S + j. j < top_k is its j-th routed expert (ids, weights); with a shared
 // expert, j = top_k is that one (table entry n_experts, weight sigmoid(shared_logit[t])); S = top_k (+ 1).
@@ -26,18 +27,19 @@ namespace infernix::cuda {
 namespace {
 
 constexpr int kWarps = 8;
-constexpr int kUnroll = 8;  // steps of weight loads in flight per thread (8 values of two rows each)
+constexpr int kUnroll = 8;  // bf16 steps of weight loads in flight per thread (8 values of two rows each)
 // The down kernel for 1-2 tokens has a block per SM at most (hidden / 16 tiles per token), so it can hold
 // more loads in flight, which cuts the rounds of memory latency a block waits through. bf16: 16 warps of
 // 11 steps (128 registers) cover Qwen3-Next's 176 steps of a token's down rows (10 + 1 slots of 512) in
 // one round (8 warps of 16 took two); from 3 tokens the same 16 warps with 8 steps (the warp of a step,
 // and so every sum's order, is the same for every batch size: a token's result does not depend on it).
-// FP8 steps hold half the bytes of bf16's in 10 registers instead of 12 (6 of weights, the unaligned
-// words and their scales): 8 warps of 24 (243 registers) cover Qwen3-Next's and Qwen3-30B-A3B's (8 slots
-// of 768) in one round.
+// FP8 steps hold 16 values of two rows (8 registers, and 2 of their scales) and 16 of x (8): 4 of them in
+// flight cover a warp's share of a 2048-value row in one round; at 1-2 tokens 8 warps of 12 cover
+// Qwen3-Next's 88 steps and Qwen3-30B-A3B's 96 (8 slots of 768) in one round.
 constexpr int kDownWarpsBf16 = 16;
 constexpr int kDownUnrollFewBf16 = 11;
-constexpr int kDownUnrollFewF8 = 24;
+constexpr int kUnrollF8 = 4;
+constexpr int kDownUnrollFewF8 = 12;
 
 struct MoeGemvArgs {
   const bf16* x;              // [n, hidden]
@@ -56,10 +58,10 @@ __device__ __forceinline__ float SlotWeight(const MoeGemvArgs& a, int t, int j) 
   return j < a.top_k ? a.weights[t * a.top_k + j] : SigmoidF(a.shared_logit[t]);
 }
 
-// One step (32 values of k: 8 per thread of a quad) of a thread's weight loads and its share of the product:
-// 8 values of rows g and g + 8 and 8 of x, two m16n8k16 products. Bf16Step: 16 bytes per row. F8Step: 8 E4M3
-// bytes per row (two 32-bit words; f8_e4m3_b128 aligns nothing past 4 bytes) with the scale of the block
-// they lie in, applied per row to the step's products.
+// One step of a thread's weight loads and its share of the product. Bf16Step: 32 values of k (8 per thread
+// of a quad): 16 bytes of rows g and g + 8 and 8 values of x, two m16n8k16 products. F8Step: 64 values (16
+// per thread): 16 E4M3 codes of rows g and g + 8 with the scales of the block they lie in, applied per row
+// to the step's products, and 16 values of x, four m16n8k16 products.
 struct Bf16Step {
   using X = uint4;
   uint4 a, b;
@@ -69,19 +71,23 @@ struct Bf16Step {
   }
 };
 struct F8Step {
-  using X = uint4;
-  uint2 a, b;
+  struct X {
+    uint4 lo, hi;  // x at the thread's 16 codes
+  };
+  uint4 a, b;
   float sa, sb;
   static __device__ __forceinline__ void Mma(float* acc, const F8Step& w, const X& x) {
     float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    uint32_t a0, a1, a2, a3;
-    // Values 4h .. 4h + 3 of the thread's 8: k-slots 2t, 2t + 1 (a0 / a1) and 2t + 8, 2t + 9 (a2 / a3).
-    qmma::E4m3x4ToBf16(w.a.x, &a0, &a2);
-    qmma::E4m3x4ToBf16(w.b.x, &a1, &a3);
-    MmaBf16(c, a0, a1, a2, a3, x.x, x.y);
-    qmma::E4m3x4ToBf16(w.a.y, &a0, &a2);
-    qmma::E4m3x4ToBf16(w.b.y, &a1, &a3);
-    MmaBf16(c, a0, a1, a2, a3, x.z, x.w);
+    const uint32_t wa[4] = {w.a.x, w.a.y, w.a.z, w.a.w}, wb[4] = {w.b.x, w.b.y, w.b.z, w.b.w};
+    const uint32_t xv[8] = {x.lo.x, x.lo.y, x.lo.z, x.lo.w, x.hi.x, x.hi.y, x.hi.z, x.hi.w};
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      // Values 4j .. 4j + 3 of the thread's 16: k-slots 2t, 2t + 1 (a0 / a1) and 2t + 8, 2t + 9 (a2 / a3).
+      uint32_t a0, a1, a2, a3;
+      qmma::E4m3x4ToBf16(wa[j], &a0, &a2);
+      qmma::E4m3x4ToBf16(wb[j], &a1, &a3);
+      MmaBf16(c, a0, a1, a2, a3, xv[2 * j], xv[2 * j + 1]);
+    }
     acc[0] += w.sa * c[0];
     acc[1] += w.sa * c[1];
     acc[2] += w.sb * c[2];
@@ -128,12 +134,19 @@ __device__ __forceinline__ void TileProduct(int steps, int warp, bool use_x, Loa
   }
 }
 
-// Step s of a row of f8_e4m3_b128 blocks (4 steps a block): thread t's 8 E4M3 bytes and their block's scale.
-__device__ __forceinline__ void LoadF8(const uint8_t* row, int s, int t, uint2* q, float* scale) {
-  const uint8_t* block = row + (s >> 2) * 132;
-  const auto* words = reinterpret_cast<const unsigned int*>(block + 4 + (s & 3) * 32 + 8 * t);
-  *q = make_uint2(__ldcs(words), __ldcs(words + 1));
-  *scale = __ldg(reinterpret_cast<const float*>(block));
+// Step s (64 values) of an FP8 row of k values in the device layout: thread t's 16 codes, in one 16-byte
+// load (kVec 16: the row is 16-byte aligned) or two of 8, and the scale of their block (the row's k / 128
+// scales follow its k codes).
+template <int kVec>
+__device__ __forceinline__ void LoadF8(const uint8_t* row, int s, int t, int k, uint4* q, float* scale) {
+  const uint8_t* p = row + s * 64 + 16 * t;
+  if constexpr (kVec == 16) {
+    *q = __ldcs(reinterpret_cast<const uint4*>(p));
+  } else {
+    const uint2 lo = __ldcs(reinterpret_cast<const uint2*>(p)), hi = __ldcs(reinterpret_cast<const uint2*>(p) + 1);
+    *q = make_uint4(lo.x, lo.y, hi.x, hi.y);
+  }
+  *scale = __ldg(reinterpret_cast<const float*>(row + k) + (s >> 1));
 }
 
 // The kW warps' C fragments summed in a fixed order; threads q * 32 + ln (q < 4) get row (ln >> 2) + (q >= 2
@@ -158,11 +171,14 @@ template <int W>
 __device__ __forceinline__ int64_t RowBytes(int k) {
   return W == kBF16 ? int64_t{2} * k : int64_t{132} * (k / 128);
 }
-// acc += the tile's rows rg, rh . x over `steps` steps of 32 values: row_of(s, &rg, &rh) gives the rows' bases
-// for step s and returns the step within them; x's values of step s are at x + 32 s.
-template <int W, int kU, int kW, typename RowOf, typename AfterFirstLoads>
-__device__ __forceinline__ void RowsProduct(int steps, int warp, int t, bool use_x, const bf16* x, RowOf row_of,
-                                            AfterFirstLoads after_first_loads, float* acc) {
+template <int W>
+constexpr int kStepValues = W == kBF16 ? 32 : 64;
+// acc += the tile's rows rg, rh . x over `steps` steps: row_of(s, &rg, &rh) gives the rows' bases for step
+// s and returns the step within them; x's values of step s are at x + kStepValues s; row_k: the values of
+// a weight row (FP8: where its scales start); kVec: FP8's load width (16 or 8 bytes).
+template <int W, int kU, int kW, int kVec, typename RowOf, typename AfterFirstLoads>
+__device__ __forceinline__ void RowsProduct(int steps, int warp, int t, bool use_x, const bf16* x, int row_k,
+                                            RowOf row_of, AfterFirstLoads after_first_loads, float* acc) {
   if constexpr (W == kBF16) {
     TileProduct<kU, kW, Bf16Step>(
         steps, warp, use_x,
@@ -179,15 +195,19 @@ __device__ __forceinline__ void RowsProduct(int steps, int warp, int t, bool use
         [&](int s, F8Step* w) {
           const uint8_t *rg, *rh;
           const int ls = row_of(s, &rg, &rh);
-          LoadF8(rg, ls, t, &w->a, &w->sa);
-          LoadF8(rh, ls, t, &w->b, &w->sb);
+          LoadF8<kVec>(rg, ls, t, row_k, &w->a, &w->sa);
+          LoadF8<kVec>(rh, ls, t, row_k, &w->b, &w->sb);
         },
-        [&](int s) { return __ldg(reinterpret_cast<const uint4*>(x) + s * 4 + t); }, after_first_loads, acc);
+        [&](int s) {
+          const uint4* xs = reinterpret_cast<const uint4*>(x) + s * 8 + 2 * t;
+          return F8Step::X{__ldg(xs), __ldg(xs + 1)};
+        },
+        after_first_loads, acc);
   }
 }
 
 // Held to 2 blocks per SM (128 registers; the FP8 variant takes 167 without the bound).
-template <int W, int kU>
+template <int W, int kU, int kVec>
 __global__ void __launch_bounds__(32 * kWarps, 2) MoeGemvUpKernel(MoeGemvArgs a) {
   AllowDependentLaunch();
   __shared__ float partial[kWarps][4][32];
@@ -225,13 +245,13 @@ __global__ void __launch_bounds__(32 * kWarps, 2) MoeGemvUpKernel(MoeGemvArgs a)
   // expert's once its first loads are out.
   if (!shared) WaitForPrevious();
   const int e = shared ? a.ex.n_experts : a.ids[tok0 * a.top_k + j];
-  const int steps = hidden / 32;
+  const int steps = hidden / kStepValues<W>;
   float gate = 0.0f;
   for (int half = 0; half < 2; ++half) {
     const uint8_t* w = static_cast<const uint8_t*>((half == 0 ? a.ex.gate : a.ex.up)[e]);
     float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    RowsProduct<W, kU, kWarps>(
-        steps, warp, t, has_x, xt,
+    RowsProduct<W, kU, kWarps, kVec>(
+        steps, warp, t, has_x, xt, hidden,
         [&](int s, const uint8_t** rg, const uint8_t** rh) {
           *rg = w + og;
           *rh = w + oh;
@@ -256,7 +276,7 @@ __global__ void __launch_bounds__(32 * kWarps, 2) MoeGemvUpKernel(MoeGemvArgs a)
   }
 }
 
-template <int W, int kU, int kW>
+template <int W, int kU, int kW, int kVec>
 __global__ void __launch_bounds__(32 * kW) MoeGemvDownKernel(MoeGemvArgs a) {
   AllowDependentLaunch();
   constexpr int kMaxSlots = kMoeGemvMaxSlots;
@@ -274,12 +294,13 @@ __global__ void __launch_bounds__(32 * kW) MoeGemvDownKernel(MoeGemvArgs a) {
     seg_w[j] = static_cast<const uint8_t*>(a.ex.down[j < a.top_k ? a.ids[token * a.top_k + j] : a.ex.n_experts]);
   }
   __syncthreads();
-  const int seg_steps = inter / 32, steps = a.slots * seg_steps;
+  const int seg_steps = inter / kStepValues<W>, steps = a.slots * seg_steps;
   const float inv_seg_steps = 1.0f / static_cast<float>(seg_steps);
   float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-  RowsProduct<W, kU, kW>(
-      steps, warp, t, g == 0,  // column 0 is the token
+  RowsProduct<W, kU, kW, kVec>(
+      steps, warp, t, g == 0,                                 // column 0 is the token
       a.act + static_cast<int64_t>(token) * a.slots * inter,  // its S act rows, contiguous
+      inter,
       [&](int s, const uint8_t** rg, const uint8_t** rh) {
         // Step s is in the slot seg: s / seg_steps, exact in f32 for these small integers.
         const int seg = static_cast<int>((static_cast<float>(s) + 0.5f) * inv_seg_steps);
@@ -307,16 +328,19 @@ __global__ void __launch_bounds__(32 * kW) MoeGemvDownKernel(MoeGemvArgs a) {
   FinishResidualNorm(a.res, a.n, hidden);
 }
 
-template <int W>
+// kVecUp / kVecDown: FP8's load width for the up and down rows (16 bytes when a row's bytes are a multiple
+// of 16, k a multiple of 512; else 8). Unused for bf16.
+template <int W, int kVecUp, int kVecDown>
 void LaunchPair(cudaStream_t s, const MoeGemvArgs& a, int64_t n, unsigned up_items, dim3 down_grid) {
-  LaunchDependent(MoeGemvUpKernel<W, kUnroll>, dim3(up_items), dim3(32 * kWarps), 0, s, a);
+  constexpr int kUp = W == kBF16 ? kUnroll : kUnrollF8;
+  LaunchDependent(MoeGemvUpKernel<W, kUp, kVecUp>, dim3(up_items), dim3(32 * kWarps), 0, s, a);
   INFX_CUDA_CHECK_LAUNCH();
   constexpr int kW = W == kBF16 ? kDownWarpsBf16 : kWarps;
   if (n <= 2) {
     constexpr int kU = W == kBF16 ? kDownUnrollFewBf16 : kDownUnrollFewF8;
-    LaunchDependent(MoeGemvDownKernel<W, kU, kW>, down_grid, dim3(32 * kW), 0, s, a);
+    LaunchDependent(MoeGemvDownKernel<W, kU, kW, kVecDown>, down_grid, dim3(32 * kW), 0, s, a);
   } else {
-    LaunchDependent(MoeGemvDownKernel<W, kUnroll, kW>, down_grid, dim3(32 * kW), 0, s, a);
+    LaunchDependent(MoeGemvDownKernel<W, kUp, kW, kVecDown>, down_grid, dim3(32 * kW), 0, s, a);
   }
   INFX_CUDA_CHECK_LAUNCH();
 }
@@ -324,7 +348,9 @@ void LaunchPair(cudaStream_t s, const MoeGemvArgs& a, int64_t n, unsigned up_ite
 }  // namespace
 
 bool MoeGemvFits(int64_t n, int32_t top_k, bool shared, const ExpertTable& ex) {
-  const int64_t step = ex.dtype == kBF16 ? 32 : 128;  // FP8: whole blocks of 128 in every row and segment
+  // FP8: pairs of 128-value blocks in every row and segment, so that rows are 8-byte aligned for the loads of
+  // codes (16-byte aligned when k is a multiple of 512) and a step's 64 values lie in one block.
+  const int64_t step = ex.dtype == kBF16 ? 32 : 256;
   return (ex.dtype == kBF16 || ex.dtype == kF8E4M3B128) && ex.aligned16 != 0 && n >= 1 && n <= kMoeGemvMaxTokens &&
          top_k + (shared ? 1 : 0) <= kMoeGemvMaxSlots && (!shared || ex.shared != 0) && ex.hidden % step == 0 &&
          ex.inter % step == 0 && ex.hidden <= (int64_t{1} << 20) && ex.inter <= (int64_t{1} << 20) &&
@@ -353,9 +379,13 @@ void LaunchMoeGemv(cudaStream_t s, const void* x, const float* weights, const in
   const auto up_items = static_cast<unsigned>((n * top_k + shared_groups) * up_tiles);
   const dim3 down_grid(static_cast<unsigned>(n * down_tiles));
   if (ex.dtype == kBF16) {
-    LaunchPair<kBF16>(s, a, n, up_items, down_grid);
+    LaunchPair<kBF16, 16, 16>(s, a, n, up_items, down_grid);
+  } else if (ex.hidden % 512 == 0 && ex.inter % 512 == 0) {
+    LaunchPair<kF8E4M3B128, 16, 16>(s, a, n, up_items, down_grid);
+  } else if (ex.hidden % 512 == 0) {
+    LaunchPair<kF8E4M3B128, 16, 8>(s, a, n, up_items, down_grid);
   } else {
-    LaunchPair<kF8E4M3B128>(s, a, n, up_items, down_grid);
+    LaunchPair<kF8E4M3B128, 8, 8>(s, a, n, up_items, down_grid);
   }
 }
 

@@ -166,7 +166,7 @@ __global__ void __launch_bounds__(kThreads) MoeGemmKernel(GemmArgs p) {
       }
     } else {
       float v[32] = {};
-      if (b_src[0]) LoadSub<W>(static_cast<const uint8_t*>(b_src[0]), ks, v);
+      if (b_src[0]) LoadSub<W>(static_cast<const uint8_t*>(b_src[0]), ks, v, p.k);
 #pragma unroll
       for (int i = 0; i < 32; i += 8) Store8(&sb[stage][tid][i], v + i);
     }

@@ -170,7 +170,7 @@ __global__ void __launch_bounds__(32 * qmma::kWarps) MoeMmaKernel(MoeMmaArgs a, 
       const Item m = item(it);
       const int xr = kDown ? m.slot : m.slot / top_k;  // the activation row
       const float factor = kDown ? SlotFactor<kShared>(a, sh, m.slot) : 1.0f;
-      const uint8_t* rows16 = stage + b * 16 * kW * 16 + ((m.c * kCb) & 15);
+      const uint8_t* rows16 = stage + b * 16 * kW * 16 + StagedChunkOffset<T>(m.c);
       const int k0 = m.c * kChunk;
       float* ac = acc[kDown ? 0 : m.part];
       if constexpr (IsIntType<T>()) {

@@ -1,7 +1,9 @@
 // CPU-vs-CUDA tests of the elementwise, norm, RoPE, copy and sampling ops at model-sized shapes.
 #include <algorithm>
+#include <cstring>
 #include <numeric>
 
+#include "backend/cuda/f8_layout.h"
 #include "backend/cuda/kernels.h"
 #include "backend/cuda/test_util.h"
 #include "quant/random_blocks.h"
@@ -229,7 +231,33 @@ TEST(CudaOps, DummyBlocksEqualTheHostFill) {
     ASSERT_TRUE(made.has_value());
     std::vector<uint8_t> via(bytes);
     rig.gpu.CopyToHost(*made, via.data());
-    EXPECT_EQ(Hex(via.data(), bytes), Hex(w, bytes)) << DTypeName(t) << ": through MakeDummyWeight";
+    // FP8 weights end in the device layout (f8_layout.h), the rest as the host holds them.
+    const std::vector<uint8_t> want_device =
+        t == DType::kF8E4M3B128 ? cuda::F8DeviceRows(w, 3, DTypeBlockSize(t)) : std::vector<uint8_t>(w, w + bytes);
+    EXPECT_EQ(Hex(via.data(), bytes), Hex(want_device.data(), bytes)) << DTypeName(t) << ": through MakeDummyWeight";
+  }
+}
+
+// FP8 weights reach the GPU reordered into the device layout every FP8 kernel reads (f8_layout.h): each
+// row's codes, then its block scales. Rows of 1, 5 and 520 blocks (the last takes more than the default
+// 48 KB of shared memory per block), a 3-D tensor of experts among them.
+TEST(CudaOps, Fp8WeightsTakeTheDeviceLayout) {
+  INFX_REQUIRE_GPU();
+  Rig rig;
+  for (const Shape& shape : {Shape{3, 128}, Shape{4, 7, 640}, Shape{2, 520 * 128}}) {
+    const int64_t k = shape[shape.ndim - 1], rows = shape.numel() / k;
+    HostBuffer host = RandomQuantBlocks(DType::kF8E4M3B128, rows, k, 7, 0.5f);
+    const auto* h = static_cast<const uint8_t*>(host.view().data);
+    const Tensor up = rig.gpu.UploadWeight(Tensor{host.view().data, DType::kF8E4M3B128, shape});
+    std::vector<uint8_t> got(up.size_bytes());
+    rig.gpu.CopyToHost(up, got.data());
+    const std::vector<uint8_t> want = cuda::F8DeviceRows(h, rows, k);
+    ASSERT_EQ(got.size(), want.size());
+    EXPECT_TRUE(got == want) << shape.ToString() << ": first difference at byte "
+                             << std::mismatch(got.begin(), got.end(), want.begin()).first - got.begin();
+    // The layout itself, at one place: row 1's block 0 scale sits after the row's k codes.
+    EXPECT_EQ(0, std::memcmp(want.data() + cuda::F8RowBytes(k) + k, h + cuda::F8RowBytes(k), 4));
+    EXPECT_EQ(0, std::memcmp(want.data() + cuda::F8RowBytes(k), h + cuda::F8RowBytes(k) + 4, 128));
   }
 }
 

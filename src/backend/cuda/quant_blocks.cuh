@@ -1,6 +1,7 @@
 // Device-side decoding of GGUF block types, shared by the quantized GEMV (quant.cu) and the quantized
 // MoE experts (moe_quant.cu): LoadSub<T> gives the 32 values of one sub-block of a row (a legacy block,
-// or an eighth of a K-quant super-block), computed in the same order as src/quant's CPU decoders.
+// or an eighth of a K-quant super-block), computed in the same order as src/quant's CPU decoders. FP8
+// rows are in the device layout (f8_layout.h: the row's codes, then its scales).
 #pragma once
 
 #include <cuda_fp8.h>
@@ -44,9 +45,11 @@ __device__ __forceinline__ void ScaleMinK4(int j, const uint8_t* q, int* sc, int
   }
 }
 
-// The 32 values of sub-block `s` of a row of type T starting at `row`.
+// The 32 values of sub-block `s` of a row of k values of type T starting at `row` (k: FP8 only, whose
+// scales follow the row's codes).
 template <int T>
-__device__ __forceinline__ void LoadSub(const uint8_t* row, int64_t s, float* v) {
+__device__ __forceinline__ void LoadSub(const uint8_t* row, int64_t s, float* v, int64_t k) {
+  (void)k;
   if constexpr (T == kQ8_0) {
     const uint8_t* b = row + s * 34;
     const float d = Half(b);
@@ -165,10 +168,9 @@ __device__ __forceinline__ void LoadSub(const uint8_t* row, int64_t s, float* v)
       v[i] = dl * Iq4Value(qs[i] & 0xF);
       v[i + 16] = dl * Iq4Value(qs[i] >> 4);
     }
-  } else if constexpr (T == kF8E4M3B128) {  // f32 scale, 128 E4M3 values (an FP8 checkpoint's block)
-    const uint8_t* b = row + (s / 4) * 132;
-    const float d = *reinterpret_cast<const float*>(b);
-    const uint8_t* q = b + 4 + (s % 4) * 32;
+  } else if constexpr (T == kF8E4M3B128) {  // the device layout: k E4M3 codes, then an f32 scale per 128
+    const float d = *reinterpret_cast<const float*>(row + k + (s / 4) * 4);
+    const uint8_t* q = row + s * 32;
 #pragma unroll
     for (int i = 0; i < 32; ++i)
       v[i] = d * __half2float(__half(__nv_cvt_fp8_to_halfraw(static_cast<__nv_fp8_storage_t>(q[i]), __NV_E4M3)));
@@ -270,7 +272,8 @@ __device__ __forceinline__ void WarpCopyToShared(uint8_t* dst, const uint8_t* sr
 // Warp dot product of a quantized row (k values) with a row of activations (bf16 or f32); every lane
 // gets the sum, reduced in a fixed order. The row is read in coalesced steps of 32 sub-blocks through
 // `stage` (shared memory of QuantStepBytes<T>() bytes, 8-byte aligned, owned by this warp); lane i
-// decodes sub-block i of a step.
+// decodes sub-block i of a step. FP8 rows, whose codes and scales lie apart (device layout), are read in
+// place instead.
 template <int T, typename A>
 __device__ __forceinline__ float WarpDotQuantRowStaged(const uint8_t* row, const A* act, int64_t k, int lane,
                                                        uint8_t* stage) {
@@ -279,21 +282,32 @@ __device__ __forceinline__ float WarpDotQuantRowStaged(const uint8_t* row, const
   // Activations in 16-byte loads when the row allows (it does for every real model's sizes).
   const bool vector_act = (reinterpret_cast<uintptr_t>(act) & 15u) == 0;
   float acc = 0.0f, v[32];
-  for (int64_t s0 = 0; s0 < subs; s0 += 32) {
-    const int64_t n_sub = subs - s0 < 32 ? subs - s0 : 32;
-    WarpCopyToShared(stage, row + s0 / kSubsPerBlock * BlockBytes<T>(), n_sub / kSubsPerBlock * BlockBytes<T>(), lane);
-    __syncwarp();
-    if (lane < n_sub) {
-      LoadSub<T>(stage, lane, v);
-      const A* a = act + (s0 + lane) * 32;
-      if (vector_act) {
-        AddDot32(acc, v, a);
-      } else {
+  auto add = [&](const A* a) {
+    if (vector_act) {
+      AddDot32(acc, v, a);
+    } else {
 #pragma unroll
-        for (int i = 0; i < 32; ++i) acc += v[i] * ToF(a[i]);
-      }
+      for (int i = 0; i < 32; ++i) acc += v[i] * ToF(a[i]);
     }
-    __syncwarp();
+  };
+  if constexpr (T == kF8E4M3B128) {
+    (void)stage;
+    for (int64_t s = lane; s < subs; s += 32) {
+      LoadSub<T>(row, s, v, k);
+      add(act + s * 32);
+    }
+  } else {
+    for (int64_t s0 = 0; s0 < subs; s0 += 32) {
+      const int64_t n_sub = subs - s0 < 32 ? subs - s0 : 32;
+      WarpCopyToShared(stage, row + s0 / kSubsPerBlock * BlockBytes<T>(), n_sub / kSubsPerBlock * BlockBytes<T>(),
+                       lane);
+      __syncwarp();
+      if (lane < n_sub) {
+        LoadSub<T>(stage, lane, v, k);
+        add(act + (s0 + lane) * 32);
+      }
+      __syncwarp();
+    }
   }
   return WarpSum(acc);
 }

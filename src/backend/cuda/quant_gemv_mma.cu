@@ -113,6 +113,18 @@ __global__ void __launch_bounds__(32 * kWarps, kOne || !IsIntType<T>() ? 3 : 2) 
 #pragma unroll
       for (int s = 0; s < kSlots; ++s) {
         const int i = lane + 32 * s;
+        if constexpr (T == kF8E4M3B128) {  // StageChunk's FP8 form: 16 words of codes, then the 2 scales
+          (void)words;
+          const uint32_t c = static_cast<uint32_t>(warp + pm * kWarps);
+          if (i < 16 * kW) {
+            if (i % kW < 16) {
+              CpAsync16(dst + i * 16, pw + (off[s] + c * kChunk));
+            } else {  // off[s] is the row's word 16: its scales lie k - 256 bytes on
+              CpAsync8(dst + i * 16, pw + (off[s] - kF8StagedScales + static_cast<uint32_t>(k) + c * 8));
+            }
+          }
+          continue;
+        }
         bool copy;
         if constexpr (kCb % 16 == 0) {
           copy = (valid >> s) & 1u;
@@ -165,7 +177,7 @@ __global__ void __launch_bounds__(32 * kWarps, kOne || !IsIntType<T>() ? 3 : 2) 
       pb = pb + 1 == kStages ? 0 : pb + 1;
       CpAsyncWait<kStages - 1>();
       __syncwarp();
-      const uint8_t* rows16 = stage + b * 16 * kW * 16 + ((c * kCb) & 15);
+      const uint8_t* rows16 = stage + b * 16 * kW * 16 + StagedChunkOffset<T>(c);
       b = b + 1 == kStages ? 0 : b + 1;
       const int k0 = c * kChunk;
       if constexpr (IsIntType<T>() && kOne) {

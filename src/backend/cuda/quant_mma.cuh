@@ -339,13 +339,37 @@ __device__ __forceinline__ void E4m3x4ToHalf(uint32_t v, uint32_t* lo, uint32_t*
   *hi = static_cast<uint32_t>(h1.x) | (static_cast<uint32_t>(h1.y) << 16);
 }
 
+// Where row 0's chunk c starts in its staged words (below). FP8 (device layout, f8_layout.h) stages its
+// chunk as 16 words of codes and, in word 16, the chunk's two block scales.
+template <int T>
+__device__ __forceinline__ int StagedChunkOffset(int c) {
+  return T == kF8E4M3B128 ? 0 : (c * ChunkBytes<T>()) & 15;
+}
+// The staged FP8 row: a chunk's 256 codes, then its 2 scales.
+constexpr int kF8StagedScales = 256;
+
 // Stages the 16 rows' bytes of chunk c (rows row0.. of w, the last ones clamped to rows - 1) into dst:
 // the 16-byte words covering [c * kCb, (c+1) * kCb) of each row (rows are 16-byte aligned, so the words
-// stay inside the row). Row r's chunk then starts at dst + r * StageWords * 16 + ((c * kCb) & 15).
+// stay inside the row). Row r's chunk then starts at dst + r * StageWords * 16 + StagedChunkOffset<T>(c).
+// FP8: the chunk's 16 words of codes, and its scales (8 bytes after the row's codes) into word 16.
 template <int T>
 __device__ __forceinline__ void StageChunk(uint8_t* dst, const uint8_t* w, int row0, int rows, size_t row_bytes, int c,
                                            int lane) {
   constexpr int kCb = ChunkBytes<T>(), kW = StageWords<T>();
+  if constexpr (T == kF8E4M3B128) {
+    static_assert(kW == 17);
+    const size_t k = row_bytes / 132 * 128;
+    for (int i = lane; i < 16 * kW; i += 32) {
+      const int r = i / kW, wd = i % kW;
+      const uint8_t* row = w + static_cast<size_t>(min(row0 + r, rows - 1)) * row_bytes;
+      if (wd < 16) {
+        CpAsync16(dst + i * 16, row + c * kChunk + wd * 16);
+      } else {
+        CpAsync8(dst + i * 16, row + k + c * 8);
+      }
+    }
+    return;
+  }
   const int start = c * kCb, a0 = start & ~15;
   const int words = (((start + kCb + 15) & ~15) - a0) / 16;
   for (int i = lane; i < 16 * kW; i += 32) {
@@ -554,8 +578,9 @@ __device__ __forceinline__ void ChunkProductInt1(const uint8_t* rows16, float* t
   }
 }
 
-// The same for an FP8 chunk (two 132-byte blocks per row): f16 mma with xb an f16 row in shared memory
-// (kHalfX), else bf16 mma with xb a bf16 row in global memory; at the chunk's first value.
+// The same for an FP8 chunk (two blocks of 128 values per row, staged as StageChunk does: 256 codes, then
+// the 2 scales): f16 mma with xb an f16 row in shared memory (kHalfX), else bf16 mma with xb a bf16 row in
+// global memory; at the chunk's first value.
 template <bool kHalfX>
 __device__ __forceinline__ void ChunkProductF8(const uint8_t* rows16, const void* xb, float factor, int lane,
                                                float* acc) {
@@ -566,8 +591,8 @@ __device__ __forceinline__ void ChunkProductF8(const uint8_t* rows16, const void
 #pragma unroll
   for (int blk = 0; blk < 2; ++blk) {
     float cf[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    const uint8_t* qg = rg + 132 * blk + 4 + 4 * t;
-    const uint8_t* qh = rh + 132 * blk + 4 + 4 * t;
+    const uint8_t* qg = rg + 128 * blk + 4 * t;
+    const uint8_t* qh = rh + 128 * blk + 4 * t;
 #pragma unroll
     for (int h = 0; h < 8; ++h) {
       uint32_t a0, a1, a2, a3;
@@ -584,8 +609,8 @@ __device__ __forceinline__ void ChunkProductF8(const uint8_t* rows16, const void
         MmaBf16(cf, a0, a1, a2, a3, bx.x, bx.y);
       }
     }
-    const float sg = factor * *reinterpret_cast<const float*>(rg + 132 * blk);
-    const float sh = factor * *reinterpret_cast<const float*>(rh + 132 * blk);
+    const float sg = factor * *reinterpret_cast<const float*>(rg + kF8StagedScales + 4 * blk);
+    const float sh = factor * *reinterpret_cast<const float*>(rh + kF8StagedScales + 4 * blk);
     acc[0] += sg * cf[0];
     acc[1] += sg * cf[1];
     acc[2] += sh * cf[2];
