@@ -283,16 +283,20 @@ Tensor CudaBackend::UploadWeight(const Tensor& host) {
                DTypeName(host.dtype));
   size_t bytes = host.size_bytes();
   void* dst = weights_.Allocate(bytes);
-  INFX_CUDA_CHECK(cudaMemcpy(dst, host.data, bytes, cudaMemcpyHostToDevice));
-  if (host.dtype == DType::kF8E4M3B128) ToDeviceLayout(Tensor{dst, host.dtype, host.shape});
-  return Tensor{dst, host.dtype, host.shape};
+  const Tensor placed{dst, host.dtype, host.shape};
+  // On the backend's stream, which does not wait for the legacy default one: a plain cudaMemcpy from
+  // pageable memory may return before its data has reached the device, and a kernel on this stream (the
+  // FP8 reordering below, or the first product) could then read it half written.
+  Submit();
+  INFX_CUDA_CHECK(cudaMemcpyAsync(dst, host.data, bytes, cudaMemcpyHostToDevice, stream_));
+  if (host.dtype == DType::kF8E4M3B128) ToDeviceLayout(placed);
+  INFX_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  return placed;
 }
 
 void CudaBackend::ToDeviceLayout(const Tensor& f8) {
   const int64_t k = f8.shape[f8.shape.ndim - 1];
-  Submit();
   cuda::LaunchF8ToDeviceRows(stream_, f8.data, f8.shape.numel() / k, k);
-  INFX_CUDA_CHECK(cudaStreamSynchronize(stream_));
 }
 
 std::optional<Tensor> CudaBackend::MakeDummyWeight(DType dtype, const Shape& shape, uint64_t seed, float scale) {
@@ -312,8 +316,8 @@ std::optional<Tensor> CudaBackend::MakeDummyWeight(DType dtype, const Shape& sha
     cuda::LaunchDummyBf16(stream_, dst, n, seed, scale);
   }
   // Done before returning, as UploadWeight's copy is: loading may read or copy a weight outside the stream.
-  INFX_CUDA_CHECK(cudaStreamSynchronize(stream_));
   if (dtype == DType::kF8E4M3B128) ToDeviceLayout(Tensor{dst, dtype, shape});
+  INFX_CUDA_CHECK(cudaStreamSynchronize(stream_));
   return Tensor{dst, dtype, shape};
 }
 
@@ -404,7 +408,11 @@ const cuda::ExpertTable& CudaBackend::ExpertTableFor(const ExpertWeights& expert
     ptrs[2 * entries + e] = d.data;
   }
   void* table = weights_.Allocate(ptrs.size() * sizeof(void*));
+  // A plain cudaMemcpy from pageable memory need not have landed when it returns, and the backend's stream
+  // does not wait for the default one: wait for that. (Not through the stream: this runs while the step's
+  // ops are being queued, and flushing them here would split the step's graph.)
   INFX_CUDA_CHECK(cudaMemcpy(table, ptrs.data(), ptrs.size() * sizeof(void*), cudaMemcpyHostToDevice));
+  INFX_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy));
   cuda::ExpertTable t;
   auto* base = static_cast<const void* const*>(table);
   t.gate = base;

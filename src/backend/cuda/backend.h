@@ -150,7 +150,8 @@ class CudaBackend final : public Backend {
   // The device table of the experts' weight pointers (cached per layer); with `shared`, a table of one more
   // entry, the shared expert (the caller checks that its shapes and dtype are the routed experts').
   const cuda::ExpertTable& ExpertTableFor(const ExpertWeights& experts, const SharedExpert* shared = nullptr);
-  // Reorders an FP8 weight just placed in device memory into the device layout (f8_layout.h); synchronous.
+  // Queues the reordering of an FP8 weight just placed in device memory into the device layout
+  // (f8_layout.h) on the stream.
   void ToDeviceLayout(const Tensor& f8);
   // Checks the arguments of MoeExperts (and MoeExpertsWithShared).
   void CheckMoeArgs(const Tensor& x, const Tensor& weights, const Tensor& ids, const Tensor& out) const;
