@@ -31,12 +31,13 @@ constexpr int kUnroll = 8;  // bf16 steps of weight loads in flight per thread (
 // The down kernel for 1-2 tokens has a block per SM at most (hidden / 16 tiles per token), so it can hold
 // more loads in flight, which cuts the rounds of memory latency a block waits through. bf16: 16 warps of
 // 11 steps (128 registers) cover Qwen3-Next's 176 steps of a token's down rows (10 + 1 slots of 512) in
-// one round (8 warps of 16 took two); from 3 tokens the same 16 warps with 8 steps (the warp of a step,
-// and so every sum's order, is the same for every batch size: a token's result does not depend on it).
+// one round (8 warps of 16 took two); from 3 tokens, where blocks are many, 8 warps of 8 steps (16 warps
+// lost 4-6% at 8 tokens). The two sum a token's steps in different orders, so its result can differ in
+// the last bits between a batch of 1-2 and a larger one (as the dense GEMVs' one-token forms do).
 // FP8 steps hold 16 values of two rows (8 registers, and 2 of their scales) and 16 of x (8): 4 of them in
 // flight cover a warp's share of a 2048-value row in one round; at 1-2 tokens 8 warps of 12 cover
 // Qwen3-Next's 88 steps and Qwen3-30B-A3B's 96 (8 slots of 768) in one round.
-constexpr int kDownWarpsBf16 = 16;
+constexpr int kDownWarpsFewBf16 = 16;
 constexpr int kDownUnrollFewBf16 = 11;
 constexpr int kUnrollF8 = 4;
 constexpr int kDownUnrollFewF8 = 12;
@@ -335,12 +336,12 @@ void LaunchPair(cudaStream_t s, const MoeGemvArgs& a, int64_t n, unsigned up_ite
   constexpr int kUp = W == kBF16 ? kUnroll : kUnrollF8;
   LaunchDependent(MoeGemvUpKernel<W, kUp, kVecUp>, dim3(up_items), dim3(32 * kWarps), 0, s, a);
   INFX_CUDA_CHECK_LAUNCH();
-  constexpr int kW = W == kBF16 ? kDownWarpsBf16 : kWarps;
   if (n <= 2) {
+    constexpr int kW = W == kBF16 ? kDownWarpsFewBf16 : kWarps;
     constexpr int kU = W == kBF16 ? kDownUnrollFewBf16 : kDownUnrollFewF8;
     LaunchDependent(MoeGemvDownKernel<W, kU, kW, kVecDown>, down_grid, dim3(32 * kW), 0, s, a);
   } else {
-    LaunchDependent(MoeGemvDownKernel<W, kUp, kW, kVecDown>, down_grid, dim3(32 * kW), 0, s, a);
+    LaunchDependent(MoeGemvDownKernel<W, kUp, kWarps, kVecDown>, down_grid, dim3(32 * kWarps), 0, s, a);
   }
   INFX_CUDA_CHECK_LAUNCH();
 }
