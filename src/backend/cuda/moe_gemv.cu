@@ -28,17 +28,12 @@ namespace {
 
 constexpr int kWarps = 8;
 constexpr int kUnroll = 8;  // bf16 steps of weight loads in flight per thread (8 values of two rows each)
-// The down kernel for 1-2 tokens has a block per SM at most (hidden / 16 tiles per token), so it can hold
-// more loads in flight, which cuts the rounds of memory latency a block waits through. bf16: 16 warps of
-// 11 steps (128 registers) cover Qwen3-Next's 176 steps of a token's down rows (10 + 1 slots of 512) in
-// one round (8 warps of 16 took two); from 3 tokens, where blocks are many, 8 warps of 8 steps (16 warps
-// lost 4-6% at 8 tokens). The two sum a token's steps in different orders, so its result can differ in
-// the last bits between a batch of 1-2 and a larger one (as the dense GEMVs' one-token forms do).
+// The down kernel for 1-2 tokens: a block per SM at most (hidden / 16 tiles per token), so it can hold
+// twice the loads in flight, which halves the rounds of memory latency a block waits through.
+constexpr int kDownUnrollFew = 16;
 // FP8 steps hold 16 values of two rows (8 registers, and 2 of their scales) and 16 of x (8): 4 of them in
-// flight cover a warp's share of a 2048-value row in one round; at 1-2 tokens 8 warps of 12 cover
-// Qwen3-Next's 88 steps and Qwen3-30B-A3B's 96 (8 slots of 768) in one round.
-constexpr int kDownWarpsFewBf16 = 16;
-constexpr int kDownUnrollFewBf16 = 11;
+// flight cover a warp's share of a 2048-value row in one round; at 1-2 tokens 12 cover a warp's share of
+// Qwen3-Next's 88 steps (10 + 1 slots of 512) and Qwen3-30B-A3B's 96 (8 of 768) in one round.
 constexpr int kUnrollF8 = 4;
 constexpr int kDownUnrollFewF8 = 12;
 
@@ -105,14 +100,14 @@ struct F8Step {
 // round, conditional loads instead of branches), which keeps all kU steps' loads in flight: a loop that
 // loads and multiplies in one round compiles to loads interleaved with the products (40 registers instead
 // of 102 in a test kernel), which then wait for each other.
-template <int kU, int kW, typename Step, typename LoadStep, typename LoadX, typename AfterFirstLoads>
+template <int kU, typename Step, typename LoadStep, typename LoadX, typename AfterFirstLoads>
 __device__ __forceinline__ void TileProduct(int steps, int warp, bool use_x, LoadStep load_step, LoadX load_x,
                                             AfterFirstLoads after_first_loads, float* acc) {
   Step w[kU];
   auto load_weights = [&](int s0) {
 #pragma unroll
     for (int u = 0; u < kU; ++u) {
-      const int s = s0 + u * kW;
+      const int s = s0 + u * kWarps;
       if (s < steps) {
         load_step(s, &w[u]);
       } else {
@@ -122,12 +117,12 @@ __device__ __forceinline__ void TileProduct(int steps, int warp, bool use_x, Loa
   };
   load_weights(warp);
   after_first_loads();
-  for (int s0 = warp; s0 < steps; s0 += kW * kU) {
+  for (int s0 = warp; s0 < steps; s0 += kWarps * kU) {
     if (s0 != warp) load_weights(s0);
     typename Step::X xr[kU];
 #pragma unroll
     for (int u = 0; u < kU; ++u) {
-      const int s = s0 + u * kW;
+      const int s = s0 + u * kWarps;
       xr[u] = use_x && s < steps ? load_x(s) : typename Step::X{};
     }
 #pragma unroll
@@ -150,9 +145,8 @@ __device__ __forceinline__ void LoadF8(const uint8_t* row, int s, int t, int k, 
   *scale = __ldg(reinterpret_cast<const float*>(row + k) + (s >> 1));
 }
 
-// The kW warps' C fragments summed in a fixed order; threads q * 32 + ln (q < 4) get row (ln >> 2) + (q >= 2
-// ? 8 : 0), column 2 (ln & 3) + (q & 1) of the tile. Ends with the block synchronised (partial is reused).
-template <int kW = kWarps>
+// The 8 warps' C fragments summed in a fixed order; threads q * 32 + ln (q < 4) get row (ln >> 2) + (q >= 2 ?
+// 8 : 0), column 2 (ln & 3) + (q & 1) of the tile. Ends with the block synchronised (partial is reused).
 __device__ __forceinline__ float ReduceTile(const float* acc, float (*partial)[4][32], int warp, int lane) {
 #pragma unroll
   for (int q = 0; q < 4; ++q) partial[warp][q][lane] = acc[q];
@@ -161,7 +155,7 @@ __device__ __forceinline__ float ReduceTile(const float* acc, float (*partial)[4
   if (threadIdx.x < 128) {
     const int q = threadIdx.x >> 5, ln = threadIdx.x & 31;
 #pragma unroll
-    for (int i = 0; i < kW; ++i) sum += partial[i][q][ln];
+    for (int i = 0; i < kWarps; ++i) sum += partial[i][q][ln];
   }
   __syncthreads();
   return sum;
@@ -177,11 +171,11 @@ constexpr int kStepValues = W == kBF16 ? 32 : 64;
 // acc += the tile's rows rg, rh . x over `steps` steps: row_of(s, &rg, &rh) gives the rows' bases for step
 // s and returns the step within them; x's values of step s are at x + kStepValues s; row_k: the values of
 // a weight row (FP8: where its scales start); kVec: FP8's load width (16 or 8 bytes).
-template <int W, int kU, int kW, int kVec, typename RowOf, typename AfterFirstLoads>
+template <int W, int kU, int kVec, typename RowOf, typename AfterFirstLoads>
 __device__ __forceinline__ void RowsProduct(int steps, int warp, int t, bool use_x, const bf16* x, int row_k,
                                             RowOf row_of, AfterFirstLoads after_first_loads, float* acc) {
   if constexpr (W == kBF16) {
-    TileProduct<kU, kW, Bf16Step>(
+    TileProduct<kU, Bf16Step>(
         steps, warp, use_x,
         [&](int s, Bf16Step* w) {
           const uint8_t *rg, *rh;
@@ -191,7 +185,7 @@ __device__ __forceinline__ void RowsProduct(int steps, int warp, int t, bool use
         },
         [&](int s) { return __ldg(reinterpret_cast<const uint4*>(x) + s * 4 + t); }, after_first_loads, acc);
   } else {
-    TileProduct<kU, kW, F8Step>(
+    TileProduct<kU, F8Step>(
         steps, warp, use_x,
         [&](int s, F8Step* w) {
           const uint8_t *rg, *rh;
@@ -207,7 +201,7 @@ __device__ __forceinline__ void RowsProduct(int steps, int warp, int t, bool use
   }
 }
 
-// Held to 2 blocks per SM (128 registers; the FP8 variant takes 167 without the bound).
+// Held to 2 blocks per SM (128 registers).
 template <int W, int kU, int kVec>
 __global__ void __launch_bounds__(32 * kWarps, 2) MoeGemvUpKernel(MoeGemvArgs a) {
   AllowDependentLaunch();
@@ -251,7 +245,7 @@ __global__ void __launch_bounds__(32 * kWarps, 2) MoeGemvUpKernel(MoeGemvArgs a)
   for (int half = 0; half < 2; ++half) {
     const uint8_t* w = static_cast<const uint8_t*>((half == 0 ? a.ex.gate : a.ex.up)[e]);
     float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    RowsProduct<W, kU, kWarps, kVec>(
+    RowsProduct<W, kU, kVec>(
         steps, warp, t, has_x, xt, hidden,
         [&](int s, const uint8_t** rg, const uint8_t** rh) {
           *rg = w + og;
@@ -277,11 +271,11 @@ __global__ void __launch_bounds__(32 * kWarps, 2) MoeGemvUpKernel(MoeGemvArgs a)
   }
 }
 
-template <int W, int kU, int kW, int kVec>
-__global__ void __launch_bounds__(32 * kW) MoeGemvDownKernel(MoeGemvArgs a) {
+template <int W, int kU, int kVec>
+__global__ void __launch_bounds__(32 * kWarps) MoeGemvDownKernel(MoeGemvArgs a) {
   AllowDependentLaunch();
   constexpr int kMaxSlots = kMoeGemvMaxSlots;
-  __shared__ float partial[kW][4][32];
+  __shared__ float partial[kWarps][4][32];
   __shared__ const uint8_t* seg_w[kMaxSlots];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   const int hidden = static_cast<int>(a.ex.hidden), inter = static_cast<int>(a.ex.inter);
@@ -298,7 +292,7 @@ __global__ void __launch_bounds__(32 * kW) MoeGemvDownKernel(MoeGemvArgs a) {
   const int seg_steps = inter / kStepValues<W>, steps = a.slots * seg_steps;
   const float inv_seg_steps = 1.0f / static_cast<float>(seg_steps);
   float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-  RowsProduct<W, kU, kW, kVec>(
+  RowsProduct<W, kU, kVec>(
       steps, warp, t, g == 0,                                 // column 0 is the token
       a.act + static_cast<int64_t>(token) * a.slots * inter,  // its S act rows, contiguous
       inter,
@@ -310,7 +304,7 @@ __global__ void __launch_bounds__(32 * kW) MoeGemvDownKernel(MoeGemvArgs a) {
         return s - seg * seg_steps;
       },
       [] {}, acc);
-  const float sum = ReduceTile<kW>(acc, partial, warp, lane);
+  const float sum = ReduceTile(acc, partial, warp, lane);
   __shared__ float tile_ss[4][4];  // res.norm_out: TileSquares (only column 0, the token, is non-zero)
   if (threadIdx.x < 128) {
     const int q = threadIdx.x >> 5, ln = threadIdx.x & 31;
@@ -337,11 +331,10 @@ void LaunchPair(cudaStream_t s, const MoeGemvArgs& a, int64_t n, unsigned up_ite
   LaunchDependent(MoeGemvUpKernel<W, kUp, kVecUp>, dim3(up_items), dim3(32 * kWarps), 0, s, a);
   INFX_CUDA_CHECK_LAUNCH();
   if (n <= 2) {
-    constexpr int kW = W == kBF16 ? kDownWarpsFewBf16 : kWarps;
-    constexpr int kU = W == kBF16 ? kDownUnrollFewBf16 : kDownUnrollFewF8;
-    LaunchDependent(MoeGemvDownKernel<W, kU, kW, kVecDown>, down_grid, dim3(32 * kW), 0, s, a);
+    constexpr int kU = W == kBF16 ? kDownUnrollFew : kDownUnrollFewF8;
+    LaunchDependent(MoeGemvDownKernel<W, kU, kVecDown>, down_grid, dim3(32 * kWarps), 0, s, a);
   } else {
-    LaunchDependent(MoeGemvDownKernel<W, kUp, kWarps, kVecDown>, down_grid, dim3(32 * kWarps), 0, s, a);
+    LaunchDependent(MoeGemvDownKernel<W, kUp, kVecDown>, down_grid, dim3(32 * kWarps), 0, s, a);
   }
   INFX_CUDA_CHECK_LAUNCH();
 }
