@@ -7,7 +7,10 @@ ends than every kernel before it (with programmatic launches it starts while the
 its duration overstates it): the costs of a step add up to its span. Printed per kernel name: launches,
 cost and duration per step (microseconds), and the span of a step.
 
-    python3 bench/cuda/trace_summary.py trace.csv [--gap 20] [--skip 2] [--top 30] [--order] [--longest]
+    python3 bench/cuda/trace_summary.py trace.csv [--gap 20] [--skip 2] [--top 30] [--min 8] [--order] [--longest]
+
+--min sets how many kernels a burst needs to count as long (raise it past the loading's bursts, e.g. the
+dummy FP8 weights' three kernels per tensor, when those outnumber the decode steps).
 
 --order lists the kernels of the last step in order instead (position, name, start after the step's
 first start, duration, cost). --longest takes the one burst with the longest span instead of the decode
@@ -67,13 +70,14 @@ def main(argv):
     ap.add_argument("--gap", type=float, default=20.0, help="idle microseconds that end a burst")
     ap.add_argument("--skip", type=int, default=2, help="decode steps dropped at the start")
     ap.add_argument("--top", type=int, default=30)
+    ap.add_argument("--min", type=int, default=8, help="kernels a burst needs to count as long")
     ap.add_argument("--order", action="store_true", help="the last step's kernels in order")
     ap.add_argument("--longest", action="store_true", help="the burst with the longest span (a prefill)")
     a = ap.parse_args(argv)
     all_bursts = bursts(read_kernels(a.csv), a.gap * 1e3)
-    long_ones = [b for b in all_bursts if len(b) >= 8]
+    long_ones = [b for b in all_bursts if len(b) >= a.min]
     if not long_ones:
-        sys.exit(f"{a.csv}: no burst of 8 kernels or more")
+        sys.exit(f"{a.csv}: no burst of {a.min} kernels or more")
     if a.longest:
         steps = [max(long_ones, key=span)]
         count = len(steps[0])
