@@ -5,8 +5,9 @@
 # turns them into what the build finds (pkg-config files, the linker's names). With WITH_CUPTI=1 (and
 # the CUDA toolkit here), also CUPTI's headers and library as .deps/cupti.tar.xz (~1.2 MB), for
 # bench/cuda/kernel_trace.cpp on a GPU machine whose toolkit has no CUPTI (device_run.sh unpacks it and
-# points the build at it): off by default, since the tree (~59 MiB) and .deps share the carry's 64 MiB;
-# with it, .deps has no room left for ab_run.sh's baseline archive (a trace takes a call of its own).
+# points the build at it; the current GPU machine's toolkit has CUPTI, so it is not needed there): off by
+# default, since the tree (~59 MiB) and .deps share the carry's 64 MiB; with it, .deps has no room left for
+# ab_run.sh's baseline archive (a trace then takes a call of its own).
 # Run it here, on the development machine, after scripts/install-deps.sh; carry .deps with the device
 # call (~4 MB).
 set -euo pipefail
