@@ -608,7 +608,7 @@ void CudaBackend::MoeRouting(const Tensor& logits, int top_k, bool normalize, Te
   if (options_.fuse && gemv_.n_segments > 0 && gemv_.w_type == cuda::kBF16 && gemv_.seg[0].out == logits.data &&
       gemv_.seg[0].out_dtype == cuda::kF32 && gemv_.seg[0].rows == n_experts && gemv_.n == n &&
       n <= cuda::kGemvNormMaxTokens && n_experts <= cuda::kGemvRoutingMaxExperts && top_k <= 32 &&
-      gemv_.silu_out == nullptr && gemv_.res.out == nullptr &&
+      gemv_.pro.kind == cuda::kGemvXPlain && gemv_.silu_out == nullptr && gemv_.res.out == nullptr &&
       Disjoint(weights, logits) && Disjoint(ids, logits)) {
     // The router's GEMV (with the shared expert's gate) is pending: its last block routes the tokens.
     gemv_tail_.route = cuda::GemvRouting{weights.as<float>(), ids.as<int32_t>(),

@@ -301,8 +301,7 @@ size_t GemvNormSmemBytes(int64_t n, int64_t k) { return static_cast<size_t>(n * 
 
 void ConfigureGemv(size_t max_smem_optin) {
   cudaFuncAttributes attr{};
-  for (auto kernel : {GemvKernel<1, 8, kGemvXNorm, kTailNone>, GemvKernel<1, 8, kGemvXNorm, kTailConv>,
-                      GemvKernel<1, 8, kGemvXNorm, kTailRoute>}) {
+  for (auto kernel : {GemvKernel<1, 8, kGemvXNorm, kTailNone>, GemvKernel<1, 8, kGemvXNorm, kTailConv>}) {
     INFX_CUDA_CHECK(cudaFuncGetAttributes(&attr, kernel));
     INFX_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          static_cast<int>(max_smem_optin - attr.sharedSizeBytes)));
@@ -321,16 +320,11 @@ void LaunchGemvWithTail(cudaStream_t s, GemvBatch batch, GemvTail tail) {
   CheckGemvResidual(batch);
   const GemvRouting& route = tail.route;
   if (route.ids != nullptr) {
-    INFX_CHECK(batch.silu_out == nullptr && batch.res.out == nullptr && batch.n <= kGemvNormMaxTokens &&
-               batch.seg[0].out_dtype == kF32 && batch.seg[0].rows <= kGemvRoutingMaxExperts &&
-               route.counter != nullptr && route.top_k >= 1 && route.top_k <= kRouteMaxTopK &&
-               route.top_k <= batch.seg[0].rows && tail.conv.out == nullptr);
-    if (batch.pro.kind == kGemvXNorm) {  // the router reads the norm of the layer's input itself (no epilogue
-      INFX_CHECK(batch.pro.counter != nullptr);  // before it made that norm: a quantized o_proj / out_proj)
-      Launch<1, 8, kGemvXNorm, kTailRoute>(s, batch, tiles, tail);
-    } else {
-      Launch<1, 8, kGemvXPlain, kTailRoute>(s, batch, tiles, tail);
-    }
+    INFX_CHECK(batch.pro.kind == kGemvXPlain && batch.silu_out == nullptr && batch.res.out == nullptr &&
+               batch.n <= kGemvNormMaxTokens && batch.seg[0].out_dtype == kF32 &&
+               batch.seg[0].rows <= kGemvRoutingMaxExperts && route.counter != nullptr && route.top_k >= 1 &&
+               route.top_k <= kRouteMaxTopK && route.top_k <= batch.seg[0].rows && tail.conv.out == nullptr);
+    Launch<1, 8, kGemvXPlain, kTailRoute>(s, batch, tiles, tail);
   } else if (tail.conv.out != nullptr) {
     INFX_CHECK(batch.silu_out == nullptr && batch.res.out == nullptr && batch.n <= kGemvNormMaxTokens &&
                batch.seg[0].out_dtype == kBF16 && tail.conv.kernel >= 1 && tail.conv.kernel <= kGemvConvMaxKernel &&

@@ -172,7 +172,7 @@ struct GemvBatch {
   GemvResidual res;
 };
 constexpr int kGemvMaxTokens = 16;
-// The MoE routing of the router's logits fused into its decode GEMV (bf16, plain or normed x, no epilogue): with ids
+// The MoE routing of the router's logits fused into its decode GEMV (bf16, plain x, no epilogue): with ids
 // set, segment 0's output (f32 logits [n, n_experts], n <= kGemvNormMaxTokens, n_experts <=
 // kGemvRoutingMaxExperts) is routed as MoeRouting says by the last block to finish, elected through
 // `counter` (a device int, zero at launch, which it resets), a warp per token.
