@@ -7,13 +7,18 @@
 // the upload or the dummy fill); every kernel that reads FP8 weights expects this layout.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <vector>
 
+#include "quant/quant.h"
+
 namespace infernix::cuda {
 
-constexpr int64_t kF8BlockValues = 128, kF8BlockBytes = 132;
+// The host's block (quant/quant.h): its values and bytes, and where its scale and codes lie in it.
+using F8Block = quant::BlockF8E4M3B128;
+constexpr int64_t kF8BlockValues = sizeof(F8Block::qs), kF8BlockBytes = sizeof(F8Block);
 
 // The bytes of a weight row of k values (k a multiple of 128).
 constexpr int64_t F8RowBytes(int64_t k) { return k / kF8BlockValues * kF8BlockBytes; }
@@ -27,8 +32,9 @@ inline std::vector<uint8_t> F8DeviceRows(const uint8_t* blocks, int64_t rows, in
     const uint8_t* src = blocks + r * row_bytes;
     uint8_t* dst = out.data() + r * row_bytes;
     for (int64_t b = 0; b < n_blocks; ++b) {
-      std::memcpy(dst + b * kF8BlockValues, src + b * kF8BlockBytes + 4, kF8BlockValues);
-      std::memcpy(dst + k + 4 * b, src + b * kF8BlockBytes, 4);
+      const uint8_t* block = src + b * kF8BlockBytes;
+      std::memcpy(dst + b * kF8BlockValues, block + offsetof(F8Block, qs), kF8BlockValues);
+      std::memcpy(dst + k + sizeof(float) * b, block + offsetof(F8Block, d), sizeof(float));
     }
   }
   return out;
