@@ -16,7 +16,8 @@
 //    (up . x), in bf16 (the routing weight is folded in here, so the down pass is a plain sum).
 //  - MoeGemvDownKernel: a block per (16 output rows, token): out[t, rows] = the sum over t's S slots of
 //    down_e[rows] . act[slot], one product over k = S * inter (a token's act rows are contiguous) whose
-//    weight rows change expert every inter values; the warps' partial sums are added in a fixed order.
+//    weight rows change expert every inter values; 16 partial sums (step s into sum s % 16), added in a
+//    fixed order, whatever the batch (16 warps for 1-2 tokens, 8 of two sums each from 3).
 //    The residual add after the layer (and the norm of the sum that follows it) can be its epilogue, as
 //    for the decode GEMV (gemv_epilogue.cuh, GemvResidual): each (16 rows, token) block adds its rows to
 //    the residual and leaves their sum of squares; the last block to finish normalises the rows.
@@ -28,14 +29,19 @@ namespace {
 
 constexpr int kWarps = 8;
 constexpr int kUnroll = 8;  // bf16 steps of weight loads in flight per thread (8 values of two rows each)
-// The down kernel for 1-2 tokens: a block per SM at most (hidden / 16 tiles per token), so it can hold
-// twice the loads in flight, which halves the rounds of memory latency a block waits through.
-constexpr int kDownUnrollFew = 16;
 // FP8 steps hold 16 values of two rows (8 registers, and 2 of their scales) and 16 of x (8): 4 of them in
-// flight cover a warp's share of a 2048-value row in one round; at 1-2 tokens 12 cover a warp's share of
-// Qwen3-Next's 88 steps (10 + 1 slots of 512) and Qwen3-30B-A3B's 96 (8 of 768) in one round.
+// flight cover a warp's share of a 2048-value row in one round.
 constexpr int kUnrollF8 = 4;
-constexpr int kDownUnrollFewF8 = 12;
+// The down kernel sums a token's steps in 16 partial sums (step s into sum s % 16, each in step order,
+// the 16 then added in a fixed order) at every batch size, so that a token's result does not depend on the
+// batch. For 1-2 tokens it has a block per SM at most (hidden / 16 tiles per token) and runs 16 warps, one
+// per partial sum, with as many loads in flight as 128 registers allow: bf16 11 steps (Qwen3-Next's 176 steps
+// of a token's down rows, 10 + 1 slots of 512, in one round), FP8 6 (its 88, and Qwen3-30B-A3B's 96: 8 slots
+// of 768, in one round). From 3 tokens it runs 8 warps that hold two of the sums each (steps w + 16 i and
+// w + 8 + 16 i), with the up kernel's loads in flight.
+constexpr int kDownSums = 16;
+constexpr int kDownUnrollFew = 11;
+constexpr int kDownUnrollFewF8 = 6;
 
 struct MoeGemvArgs {
   const bf16* x;              // [n, hidden]
@@ -100,14 +106,18 @@ struct F8Step {
 // round, conditional loads instead of branches), which keeps all kU steps' loads in flight: a loop that
 // loads and multiplies in one round compiles to loads interleaved with the products (40 registers instead
 // of 102 in a test kernel), which then wait for each other.
-template <int kU, typename Step, typename LoadStep, typename LoadX, typename AfterFirstLoads>
+// kW warps share the steps (warp w takes w, w + kW, ...); kAcc partial sums per thread: the u-th step of a
+// round goes into acc[u % kAcc] (kU a multiple of kAcc), so that acc[a] of warp w sums the steps that warp
+// w + kW a of a kernel with kW kAcc warps and one sum each would (the same products in the same order).
+template <int kU, int kW, int kAcc, typename Step, typename LoadStep, typename LoadX, typename AfterFirstLoads>
 __device__ __forceinline__ void TileProduct(int steps, int warp, bool use_x, LoadStep load_step, LoadX load_x,
-                                            AfterFirstLoads after_first_loads, float* acc) {
+                                            AfterFirstLoads after_first_loads, float (*acc)[4]) {
+  static_assert(kU % kAcc == 0, "a round's steps must cycle through the partial sums");
   Step w[kU];
   auto load_weights = [&](int s0) {
 #pragma unroll
     for (int u = 0; u < kU; ++u) {
-      const int s = s0 + u * kWarps;
+      const int s = s0 + u * kW;
       if (s < steps) {
         load_step(s, &w[u]);
       } else {
@@ -117,16 +127,16 @@ __device__ __forceinline__ void TileProduct(int steps, int warp, bool use_x, Loa
   };
   load_weights(warp);
   after_first_loads();
-  for (int s0 = warp; s0 < steps; s0 += kWarps * kU) {
+  for (int s0 = warp; s0 < steps; s0 += kW * kU) {
     if (s0 != warp) load_weights(s0);
     typename Step::X xr[kU];
 #pragma unroll
     for (int u = 0; u < kU; ++u) {
-      const int s = s0 + u * kWarps;
+      const int s = s0 + u * kW;
       xr[u] = use_x && s < steps ? load_x(s) : typename Step::X{};
     }
 #pragma unroll
-    for (int u = 0; u < kU; ++u) Step::Mma(acc, w[u], xr[u]);
+    for (int u = 0; u < kU; ++u) Step::Mma(acc[u % kAcc], w[u], xr[u]);
   }
 }
 
@@ -145,17 +155,22 @@ __device__ __forceinline__ void LoadF8(const uint8_t* row, int s, int t, int k, 
   *scale = __ldg(reinterpret_cast<const float*>(row + k) + (s >> 1));
 }
 
-// The 8 warps' C fragments summed in a fixed order; threads q * 32 + ln (q < 4) get row (ln >> 2) + (q >= 2 ?
-// 8 : 0), column 2 (ln & 3) + (q & 1) of the tile. Ends with the block synchronised (partial is reused).
-__device__ __forceinline__ float ReduceTile(const float* acc, float (*partial)[4][32], int warp, int lane) {
+// The block's partial C fragments summed in a fixed order: warp w's acc[a] is partial sum w + kW a of
+// kSums; threads q * 32 + ln (q < 4) get row (ln >> 2) + (q >= 2 ? 8 : 0), column 2 (ln & 3) + (q & 1) of the
+// tile. Ends with the block synchronised (partial is reused).
+template <int kW, int kSums>
+__device__ __forceinline__ float ReduceTile(const float (*acc)[4], float (*partial)[4][32], int warp, int lane) {
 #pragma unroll
-  for (int q = 0; q < 4; ++q) partial[warp][q][lane] = acc[q];
+  for (int a = 0; a < kSums / kW; ++a) {
+#pragma unroll
+    for (int q = 0; q < 4; ++q) partial[warp + kW * a][q][lane] = acc[a][q];
+  }
   __syncthreads();
   float sum = 0.0f;
   if (threadIdx.x < 128) {
     const int q = threadIdx.x >> 5, ln = threadIdx.x & 31;
 #pragma unroll
-    for (int i = 0; i < kWarps; ++i) sum += partial[i][q][ln];
+    for (int i = 0; i < kSums; ++i) sum += partial[i][q][ln];
   }
   __syncthreads();
   return sum;
@@ -171,11 +186,11 @@ constexpr int kStepValues = W == kBF16 ? 32 : 64;
 // acc += the tile's rows rg, rh . x over `steps` steps: row_of(s, &rg, &rh) gives the rows' bases for step
 // s and returns the step within them; x's values of step s are at x + kStepValues s; row_k: the values of
 // a weight row (FP8: where its scales start); kVec: FP8's load width (16 or 8 bytes).
-template <int W, int kU, int kVec, typename RowOf, typename AfterFirstLoads>
+template <int W, int kU, int kW, int kAcc, int kVec, typename RowOf, typename AfterFirstLoads>
 __device__ __forceinline__ void RowsProduct(int steps, int warp, int t, bool use_x, const bf16* x, int row_k,
-                                            RowOf row_of, AfterFirstLoads after_first_loads, float* acc) {
+                                            RowOf row_of, AfterFirstLoads after_first_loads, float (*acc)[4]) {
   if constexpr (W == kBF16) {
-    TileProduct<kU, Bf16Step>(
+    TileProduct<kU, kW, kAcc, Bf16Step>(
         steps, warp, use_x,
         [&](int s, Bf16Step* w) {
           const uint8_t *rg, *rh;
@@ -185,7 +200,7 @@ __device__ __forceinline__ void RowsProduct(int steps, int warp, int t, bool use
         },
         [&](int s) { return __ldg(reinterpret_cast<const uint4*>(x) + s * 4 + t); }, after_first_loads, acc);
   } else {
-    TileProduct<kU, F8Step>(
+    TileProduct<kU, kW, kAcc, F8Step>(
         steps, warp, use_x,
         [&](int s, F8Step* w) {
           const uint8_t *rg, *rh;
@@ -244,8 +259,8 @@ __global__ void __launch_bounds__(32 * kWarps, 2) MoeGemvUpKernel(MoeGemvArgs a)
   float gate = 0.0f;
   for (int half = 0; half < 2; ++half) {
     const uint8_t* w = static_cast<const uint8_t*>((half == 0 ? a.ex.gate : a.ex.up)[e]);
-    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    RowsProduct<W, kU, kVec>(
+    float acc[1][4] = {{0.0f, 0.0f, 0.0f, 0.0f}};
+    RowsProduct<W, kU, kWarps, 1, kVec>(
         steps, warp, t, has_x, xt, hidden,
         [&](int s, const uint8_t** rg, const uint8_t** rh) {
           *rg = w + og;
@@ -256,7 +271,7 @@ __global__ void __launch_bounds__(32 * kWarps, 2) MoeGemvUpKernel(MoeGemvArgs a)
           if (shared && half == 0) WaitForPrevious();
         },
         acc);
-    const float sum = ReduceTile(acc, partial, warp, lane);
+    const float sum = ReduceTile<kWarps, kWarps>(acc, partial, warp, lane);
     if (half == 0) {
       gate = sum;
     } else if (threadIdx.x < 128) {
@@ -271,11 +286,12 @@ __global__ void __launch_bounds__(32 * kWarps, 2) MoeGemvUpKernel(MoeGemvArgs a)
   }
 }
 
-template <int W, int kU, int kVec>
-__global__ void __launch_bounds__(32 * kWarps) MoeGemvDownKernel(MoeGemvArgs a) {
+// kW warps (16 or 8), each holding kDownSums / kW of the partial sums.
+template <int W, int kU, int kW, int kVec>
+__global__ void __launch_bounds__(32 * kW) MoeGemvDownKernel(MoeGemvArgs a) {
   AllowDependentLaunch();
-  constexpr int kMaxSlots = kMoeGemvMaxSlots;
-  __shared__ float partial[kWarps][4][32];
+  constexpr int kMaxSlots = kMoeGemvMaxSlots, kAcc = kDownSums / kW;
+  __shared__ float partial[kDownSums][4][32];
   __shared__ const uint8_t* seg_w[kMaxSlots];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   const int hidden = static_cast<int>(a.ex.hidden), inter = static_cast<int>(a.ex.inter);
@@ -291,8 +307,8 @@ __global__ void __launch_bounds__(32 * kWarps) MoeGemvDownKernel(MoeGemvArgs a) 
   __syncthreads();
   const int seg_steps = inter / kStepValues<W>, steps = a.slots * seg_steps;
   const float inv_seg_steps = 1.0f / static_cast<float>(seg_steps);
-  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-  RowsProduct<W, kU, kVec>(
+  float acc[kAcc][4] = {};
+  RowsProduct<W, kU, kW, kAcc, kVec>(
       steps, warp, t, g == 0,                                 // column 0 is the token
       a.act + static_cast<int64_t>(token) * a.slots * inter,  // its S act rows, contiguous
       inter,
@@ -304,7 +320,7 @@ __global__ void __launch_bounds__(32 * kWarps) MoeGemvDownKernel(MoeGemvArgs a) 
         return s - seg * seg_steps;
       },
       [] {}, acc);
-  const float sum = ReduceTile(acc, partial, warp, lane);
+  const float sum = ReduceTile<kW, kDownSums>(acc, partial, warp, lane);
   __shared__ float tile_ss[4][4];  // res.norm_out: TileSquares (only column 0, the token, is non-zero)
   if (threadIdx.x < 128) {
     const int q = threadIdx.x >> 5, ln = threadIdx.x & 31;
@@ -332,9 +348,9 @@ void LaunchPair(cudaStream_t s, const MoeGemvArgs& a, int64_t n, unsigned up_ite
   INFX_CUDA_CHECK_LAUNCH();
   if (n <= 2) {
     constexpr int kU = W == kBF16 ? kDownUnrollFew : kDownUnrollFewF8;
-    LaunchDependent(MoeGemvDownKernel<W, kU, kVecDown>, down_grid, dim3(32 * kWarps), 0, s, a);
+    LaunchDependent(MoeGemvDownKernel<W, kU, kDownSums, kVecDown>, down_grid, dim3(32 * kDownSums), 0, s, a);
   } else {
-    LaunchDependent(MoeGemvDownKernel<W, kUp, kVecDown>, down_grid, dim3(32 * kWarps), 0, s, a);
+    LaunchDependent(MoeGemvDownKernel<W, kUp, kWarps, kVecDown>, down_grid, dim3(32 * kWarps), 0, s, a);
   }
   INFX_CUDA_CHECK_LAUNCH();
 }
