@@ -102,9 +102,13 @@ CudaBackend::~CudaBackend() {
   INFX_CUDA_CHECK(cudaStreamDestroy(stream_));
 }
 
+bool CudaBackend::PendingGemvFuses() const {
+  return gemv_.n_segments > 0 && cuda::GemvTakesWeights(gemv_.w_type, gemv_.n, gemv_.k);
+}
+
 void CudaBackend::FlushGemv() {
   if (gemv_.n_segments == 0) return;
-  if (gemv_.w_type == cuda::kBF16) {
+  if (PendingGemvFuses()) {
     if (gemv_tail_.route.ids != nullptr || gemv_tail_.conv.out != nullptr) {
       recorder_.Launch(cuda::LaunchGemvWithTail, gemv_, gemv_tail_);
     } else {

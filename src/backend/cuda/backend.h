@@ -127,6 +127,9 @@ class CudaBackend final : public Backend {
   // workspace: valid until the next op that uses the workspace.
   Tensor DenseWeight(int64_t rows, int64_t k);
   void FlushGemv();
+  // Whether the pending GEMV group runs on gemv.cu's kernel (bf16 weights, or FP8 as
+  // cuda::GemvTakesWeights says), which takes the norm prologue, the residual epilogue and the tails.
+  bool PendingGemvFuses() const;
   void JoinGemv(const Tensor& x, const Tensor& w, Tensor out, const cuda::GemvPrologue& pro = {});
   // The pending RMSNorm as the prologue of a bf16 GEMV reading x (and no longer pending), or kGemvXPlain
   // after launching whatever is pending.

@@ -176,6 +176,10 @@ void CudaBackend::MatMul(const Tensor& x, const Tensor& w, Tensor out) {
   if (IsBlockQuantized(w.dtype)) {
     INFX_CHECK(x.dtype == DType::kBF16 && IsAct(out));
     if (n == 0 || m == 0) return;
+    if (options_.gemv && cuda::GemvTakesWeights(Dt(w), n, k) && Aligned(x.data, 16) && Aligned(w.data, 16)) {
+      JoinGemv(x, w, out, TakeGemvPrologue(x));  // FP8: the bf16 GEMV's kernel and fusions
+      return;
+    }
     FlushPending();
     if (options_.gemv && cuda::QuantGemvMmaFits(Dt(w), n, k, m, x.data, w.data, smem_optin_)) {
       JoinGemv(x, w, out);
@@ -312,7 +316,7 @@ bool CudaBackend::ResidualNormFusable(const Tensor& x, const Tensor& weight, con
 }
 
 bool CudaBackend::ResidualFusable(const Tensor& a, const Tensor& b, const Tensor& out) const {
-  if (!options_.fuse || gemv_.n_segments != 1 || gemv_.w_type != cuda::kBF16 || gemv_.silu_out != nullptr ||
+  if (!options_.fuse || gemv_.n_segments != 1 || !PendingGemvFuses() || gemv_.silu_out != nullptr ||
       gemv_.res.out != nullptr || gemv_.n > cuda::kGemvNormMaxTokens || gemv_.seg[0].out_dtype != cuda::kBF16 ||
       a.dtype != DType::kBF16 || a.numel() != gemv_.n * gemv_.seg[0].rows)
     return false;
@@ -335,7 +339,7 @@ void CudaBackend::SiluMul(const Tensor& gate, const Tensor& up, Tensor out) {
   // The bf16 GEMV takes it at any batch, the block-quantized one (tensor cores) at one token: at 8 tokens
   // the paired tiles halve its work items, and Q8_0 lost 2.8% per step (Q4_K gained 3%: docs/performance.md).
   if (options_.fuse && gemv_.n_segments == 2 && gemv_.silu_out == nullptr && gemv_.res.out == nullptr &&
-      (gemv_.w_type == cuda::kBF16 || gemv_.n == 1) && gemv_.seg[0].out == gate.data && gemv_.seg[1].out == up.data &&
+      (PendingGemvFuses() || gemv_.n == 1) && gemv_.seg[0].out == gate.data && gemv_.seg[1].out == up.data &&
       gemv_.seg[0].rows == gate.cols() && gemv_.seg[1].rows == up.cols() && gemv_.n == gate.rows() &&
       gate.dtype == DType::kBF16 && gemv_.seg[0].out_dtype == cuda::kBF16 && gemv_.seg[1].out_dtype == cuda::kBF16 &&
       (in_place || (Disjoint(out, gate) && Disjoint(out, up)))) {
@@ -506,7 +510,7 @@ void CudaBackend::CausalConv1d(const Tensor& x, const Tensor& w, SequenceState& 
   INFX_CHECK(x.dtype == DType::kBF16 && out.dtype == DType::kBF16 && IsFloat(w) && x.rows() == layout.n_tokens);
   if (x.rows() == 0) return;
   cuda::DeviceLayout dl = Layout(layout);
-  if (options_.fuse && gemv_.n_segments > 0 && gemv_.w_type == cuda::kBF16 && gemv_.seg[0].out == x.data &&
+  if (options_.fuse && PendingGemvFuses() && gemv_.seg[0].out == x.data &&
       gemv_.seg[0].rows == channels && gemv_.seg[0].out_dtype == cuda::kBF16 && gemv_.n == x.rows() &&
       gemv_.n <= cuda::kGemvNormMaxTokens && gemv_.silu_out == nullptr && gemv_.res.out == nullptr &&
       gemv_tail_.route.ids == nullptr && dl.max_seq_tokens == 1 && kernel <= cuda::kGemvConvMaxKernel &&
@@ -605,7 +609,7 @@ void CudaBackend::MoeRouting(const Tensor& logits, int top_k, bool normalize, Te
   const int64_t n = logits.rows(), n_experts = logits.cols();
   INFX_CHECK(top_k >= 1 && top_k <= n_experts && weights.numel() == n * top_k && ids.numel() == n * top_k);
   INFX_CHECK(logits.dtype == DType::kF32 && weights.dtype == DType::kF32 && ids.dtype == DType::kI32);
-  if (options_.fuse && gemv_.n_segments > 0 && gemv_.w_type == cuda::kBF16 && gemv_.seg[0].out == logits.data &&
+  if (options_.fuse && PendingGemvFuses() && gemv_.seg[0].out == logits.data &&
       gemv_.seg[0].out_dtype == cuda::kF32 && gemv_.seg[0].rows == n_experts && gemv_.n == n &&
       n <= cuda::kGemvNormMaxTokens && n_experts <= cuda::kGemvRoutingMaxExperts && top_k <= 32 &&
       gemv_.pro.kind == cuda::kGemvXPlain && gemv_.silu_out == nullptr && gemv_.res.out == nullptr &&

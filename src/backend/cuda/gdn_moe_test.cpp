@@ -5,6 +5,7 @@
 #include <set>
 
 #include "backend/cuda/test_util.h"
+#include "quant/random_blocks.h"
 
 #include <fmt/format.h>
 
@@ -148,8 +149,8 @@ TEST(CudaGdn, GatedDeltaRuleMappingsDiffer) {
 // The decode conv of the product that makes its input (DeltaNet's in_proj_qkv, with in_proj_z beside it
 // in the same launch), which the backend computes in that GEMV: the product, the conv's output and, through
 // the next steps, the conv state against the CPU; after a prefill (unfused), with the norm before the
-// product as the GEMV's prologue or not.
-void CheckConvAfterItsProduct(bool norm_first, uint64_t seed) {
+// product as the GEMV's prologue or not; bf16 or FP8 (f8_e4m3_b128) projection weights.
+void CheckConvAfterItsProduct(bool norm_first, DType w_type, uint64_t seed) {
   Rig rig;
   const int nk = 2, nv = 4, dk = 64, dv = 64, hidden = 512;
   const int channels = 2 * nk * dk + nv * dv, kernel = 4;
@@ -157,8 +158,14 @@ void CheckConvAfterItsProduct(bool norm_first, uint64_t seed) {
   auto cs = rig.cpu.CreateState(spec);
   auto gs = rig.gpu.CreateState(spec);
   const float s_in = 1.0f / std::sqrt(static_cast<float>(hidden));
-  auto w_qkv = rig.Weight(DType::kBF16, {channels, hidden}, Rand(static_cast<size_t>(channels) * hidden, seed, -s_in, s_in));
-  auto w_z = rig.Weight(DType::kBF16, {nv * dv, hidden}, Rand(static_cast<size_t>(nv) * dv * hidden, seed + 1, -s_in, s_in));
+  std::vector<HostBuffer> packed;  // FP8: the blocks the weights were uploaded from
+  auto projection = [&](int64_t rows, uint64_t sd) {
+    if (w_type == DType::kBF16) return rig.Weight(DType::kBF16, {rows, hidden}, Rand(static_cast<size_t>(rows) * hidden, sd, -s_in, s_in));
+    packed.push_back(RandomQuantBlocks(w_type, rows, hidden, sd, s_in));
+    return Pair{rig.cpu.UploadWeight(packed.back().view()), rig.gpu.UploadWeight(packed.back().view())};
+  };
+  auto w_qkv = projection(channels, seed);
+  auto w_z = projection(nv * dv, seed + 1);
   auto conv_w = rig.Weight(DType::kBF16, {channels, 1, kernel}, Rand(static_cast<size_t>(channels) * kernel, seed + 2, -0.5f, 0.5f));
   auto norm_w = rig.Weight(DType::kBF16, {hidden}, Rand(hidden, seed + 3, 0.5f, 1.5f));
   const std::vector<std::vector<std::array<int64_t, 3>>> steps = {
@@ -185,7 +192,7 @@ void CheckConvAfterItsProduct(bool norm_first, uint64_t seed) {
     }
     cs->Advance(layout);
     gs->Advance(layout);
-    const std::string what = fmt::format("norm_first={} step {}", norm_first, i);
+    const std::string what = fmt::format("{} norm_first={} step {}", DTypeName(w_type), norm_first, i);
     ExpectClose(rig.Gpu(mixed.gpu), Rig::Cpu(mixed.cpu), 4e-3, 1.5e-2, "conv input " + what);
     ExpectClose(rig.Gpu(z.gpu), Rig::Cpu(z.cpu), 4e-3, 1.5e-2, "the product beside it " + what);
     ExpectClose(rig.Gpu(conv.gpu), Rig::Cpu(conv.cpu), 6e-3, 2e-2, "conv output " + what);
@@ -194,8 +201,10 @@ void CheckConvAfterItsProduct(bool norm_first, uint64_t seed) {
 
 TEST(CudaGdn, DecodeConvAfterItsProduct) {
   INFX_REQUIRE_GPU();
-  CheckConvAfterItsProduct(false, 900);
-  CheckConvAfterItsProduct(true, 950);
+  for (DType w_type : {DType::kBF16, DType::kF8E4M3B128}) {
+    CheckConvAfterItsProduct(false, w_type, 900);
+    CheckConvAfterItsProduct(true, w_type, 950);
+  }
 }
 
 // A decode step's gates, delta rule and gated norm, which the backend fuses into one kernel (the gates

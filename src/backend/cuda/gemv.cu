@@ -26,6 +26,7 @@
 // finish normalises the sums (GemvResidual): a tail of one block on this kernel, which the next kernel's
 // first weight loads overlap, instead of a pass over the input in every block of the next GEMV (or a
 // kernel of its own). The next GEMV then reads x as it is.
+#include "backend/cuda/f8_step.cuh"
 #include "backend/cuda/gemv_epilogue.cuh"
 #include "backend/cuda/moe_routing.cuh"
 
@@ -152,11 +153,14 @@ __device__ __forceinline__ void ConvStep(const GemvConv& cv, int64_t token, int6
 
 // kTiles: tiles of 8 tokens (1: n <= 8, 2: n <= 16); kUnroll: steps of weight loads in flight per thread;
 // kX: where x comes from (GemvXKind); kTail: what follows in the same launch (GemvTailKind; `tail` is
-// unused without one). A block takes work items blockIdx.x, + gridDim.x, ...: a tile, or with the SiLU
-// epilogue a pair of tiles (i: gate, i + items: up).
+// unused without one); kW: the weights' type, bf16 (a step: 32 values, 16 bytes of two rows per thread) or
+// f8_e4m3_b128 in the device layout (f8_step.cuh: 64 values, 16 bytes of codes of two rows per thread and
+// their block scales; kTiles 1, k % 512 == 0). A block takes work items blockIdx.x, + gridDim.x, ...: a
+// tile, or with the SiLU epilogue a pair of tiles (i: gate, i + items: up).
 enum GemvTailKind : int { kTailNone = 0, kTailRoute = 1, kTailConv = 2 };
-template <int kTiles, int kUnroll, int kX, int kTail>
+template <int kTiles, int kUnroll, int kX, int kTail, int kW = kBF16>
 __global__ void __launch_bounds__(32 * kWarps, kTail == kTailConv ? 2 : 0) GemvKernel(GemvBatch p, GemvTail tail) {
+  static_assert(kW == kBF16 || (kW == kF8E4M3B128 && kTiles == 1), "FP8 weights: tokens of one tile");
   extern __shared__ __align__(16) uint8_t smem[];  // kGemvXNorm: the normalised rows
   AllowDependentLaunch();                          // the next kernel may get ready; it waits for this one's results
   int64_t total_tiles = 0;
@@ -165,8 +169,9 @@ __global__ void __launch_bounds__(32 * kWarps, kTail == kTailConv ? 2 : 0) GemvK
     if (i < p.n_segments) total_tiles += (p.seg[i].rows + 15) / 16;
   const int64_t k = p.k, n = p.n;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  const int64_t chunks = k / 8;            // 16-byte chunks per row
-  const int64_t steps = (chunks + 3) / 4;  // a warp step covers 4 chunks (32 values) of its 16 rows
+  const int64_t chunks = k / 8;  // 16-byte chunks of a bf16 row
+  // A warp step covers 4 chunks (32 values) of its 16 bf16 rows, or 64 values of FP8 rows.
+  const int64_t steps = kW == kBF16 ? (chunks + 3) / 4 : k / 64;
   const uint4 zero = make_uint4(0, 0, 0, 0);
   bf16* xs = reinterpret_cast<bf16*>(smem);
   const bf16* x = static_cast<const bf16*>(p.x);
@@ -205,45 +210,91 @@ __global__ void __launch_bounds__(32 * kWarps, kTail == kTailConv ? 2 : 0) GemvK
         }
       }
       const int64_t rows = sg.rows, row0 = local * 16;
-      const bf16* w = static_cast<const bf16*>(sg.w);
-      const uint4* wg = reinterpret_cast<const uint4*>(w + min(row0 + g, rows - 1) * k);
-      const uint4* wh = reinterpret_cast<const uint4*>(w + min(row0 + g + 8, rows - 1) * k);
       float acc[kTiles][4];
 #pragma unroll
       for (int j = 0; j < kTiles; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
-      uint4 a[kUnroll], b[kUnroll];
-      auto load_weights = [&](int64_t s0) {
-#pragma unroll
-        for (int u = 0; u < kUnroll; ++u) {
-          int64_t c = (s0 + u * kWarps) * 4 + t;
-          bool ok = c < chunks;
-          a[u] = ok ? __ldcs(wg + c) : zero;
-          b[u] = ok ? __ldcs(wh + c) : zero;
+      auto wait_for_x = [&] {
+        if (!waited) {  // x is ready (no-op without a programmatic launch)
+          WaitForPrevious();
+          if constexpr (kX == kGemvXNorm) StageNormedX(p.pro, static_cast<int>(n), static_cast<int>(k), xs);
+          waited = true;
         }
       };
-      load_weights(warp);
-      if (!waited) {  // x is ready (no-op without a programmatic launch)
-        WaitForPrevious();
-        if constexpr (kX == kGemvXNorm) StageNormedX(p.pro, static_cast<int>(n), static_cast<int>(k), xs);
-        waited = true;
-      }
-      for (int64_t s0 = warp; s0 < steps; s0 += kWarps * kUnroll) {
-        if (s0 != warp) load_weights(s0);
-        uint4 xr[kUnroll][kTiles];
+      if constexpr (kW == kBF16) {
+        const bf16* w = static_cast<const bf16*>(sg.w);
+        const uint4* wg = reinterpret_cast<const uint4*>(w + min(row0 + g, rows - 1) * k);
+        const uint4* wh = reinterpret_cast<const uint4*>(w + min(row0 + g + 8, rows - 1) * k);
+        uint4 a[kUnroll], b[kUnroll];
+        auto load_weights = [&](int64_t s0) {
 #pragma unroll
-        for (int u = 0; u < kUnroll; ++u) {
-          int64_t c = (s0 + u * kWarps) * 4 + t;
-          bool ok = c < chunks;
-#pragma unroll
-          for (int j = 0; j < kTiles; ++j) xr[u][j] = ok && xv[j] ? load_x(j, c) : zero;
-        }
-#pragma unroll
-        for (int u = 0; u < kUnroll; ++u) {
-#pragma unroll
-          for (int j = 0; j < kTiles; ++j) {
-            MmaBf16(acc[j], a[u].x, b[u].x, a[u].y, b[u].y, xr[u][j].x, xr[u][j].y);
-            MmaBf16(acc[j], a[u].z, b[u].z, a[u].w, b[u].w, xr[u][j].z, xr[u][j].w);
+          for (int u = 0; u < kUnroll; ++u) {
+            int64_t c = (s0 + u * kWarps) * 4 + t;
+            bool ok = c < chunks;
+            a[u] = ok ? __ldcs(wg + c) : zero;
+            b[u] = ok ? __ldcs(wh + c) : zero;
           }
+        };
+        load_weights(warp);
+        wait_for_x();
+        for (int64_t s0 = warp; s0 < steps; s0 += kWarps * kUnroll) {
+          if (s0 != warp) load_weights(s0);
+          uint4 xr[kUnroll][kTiles];
+#pragma unroll
+          for (int u = 0; u < kUnroll; ++u) {
+            int64_t c = (s0 + u * kWarps) * 4 + t;
+            bool ok = c < chunks;
+#pragma unroll
+            for (int j = 0; j < kTiles; ++j) xr[u][j] = ok && xv[j] ? load_x(j, c) : zero;
+          }
+#pragma unroll
+          for (int u = 0; u < kUnroll; ++u) {
+#pragma unroll
+            for (int j = 0; j < kTiles; ++j) {
+              MmaBf16(acc[j], a[u].x, b[u].x, a[u].y, b[u].y, xr[u][j].x, xr[u][j].y);
+              MmaBf16(acc[j], a[u].z, b[u].z, a[u].w, b[u].w, xr[u][j].z, xr[u][j].w);
+            }
+          }
+        }
+      } else {  // FP8: rows of k codes and k / 128 scales, 16-byte aligned
+        const int64_t row_bytes = k + k / 32;
+        const uint8_t* w = static_cast<const uint8_t*>(sg.w);
+        const uint8_t* rg = w + min(row0 + g, rows - 1) * row_bytes;
+        const uint8_t* rh = w + min(row0 + g + 8, rows - 1) * row_bytes;
+        F8Step f[kUnroll];
+        auto load_weights = [&](int64_t s0) {
+#pragma unroll
+          for (int u = 0; u < kUnroll; ++u) {
+            const int64_t st = s0 + u * kWarps;
+            if (st < steps) {
+              LoadF8<16>(rg, static_cast<int>(st), t, static_cast<int>(k), &f[u].a, &f[u].sa);
+              LoadF8<16>(rh, static_cast<int>(st), t, static_cast<int>(k), &f[u].b, &f[u].sb);
+            } else {
+              f[u] = F8Step{};
+            }
+          }
+        };
+        load_weights(warp);
+        wait_for_x();
+        const bf16* xrow = kX == kGemvXNorm ? xs + xo[0] : x + xo[0];
+        for (int64_t s0 = warp; s0 < steps; s0 += kWarps * kUnroll) {
+          if (s0 != warp) load_weights(s0);
+          F8Step::X xr[kUnroll];
+#pragma unroll
+          for (int u = 0; u < kUnroll; ++u) {
+            const int64_t st = s0 + u * kWarps;
+            if (st < steps && xv[0]) {
+              if constexpr (kX == kGemvXNorm) {
+                const uint4* px = reinterpret_cast<const uint4*>(xrow) + st * 8 + 2 * t;
+                xr[u] = F8Step::X{px[0], px[1]};
+              } else {
+                xr[u] = LoadF8StepX(xrow, st, t);
+              }
+            } else {
+              xr[u] = F8Step::X{zero, zero};
+            }
+          }
+#pragma unroll
+          for (int u = 0; u < kUnroll; ++u) F8Step::Mma(acc[0], f[u], xr[u]);
         }
       }
 
@@ -282,7 +333,7 @@ __global__ void __launch_bounds__(32 * kWarps, kTail == kTailConv ? 2 : 0) GemvK
 }
 
 
-template <int kTiles, int kUnroll, int kX, int kTail = kTailNone>
+template <int kTiles, int kUnroll, int kX, int kTail = kTailNone, int kW = kBF16>
 void Launch(cudaStream_t s, const GemvBatch& batch, int64_t tiles, const GemvTail& tail = {}) {
   const size_t smem = kX == kGemvXNorm ? GemvNormSmemBytes(batch.n, batch.k) : 0;
   // With the norm, as many blocks as fit (each computes the normalised rows once); else a block per tile.
@@ -292,7 +343,33 @@ void Launch(cudaStream_t s, const GemvBatch& batch, int64_t tiles, const GemvTai
         kX == kGemvXNorm ? PersistentBlocks(kernel, 32 * kWarps, smem, items) : static_cast<unsigned>(items);
     LaunchDependent(kernel, dim3(grid), dim3(32 * kWarps), smem, s, batch, tail);
   };
-  launch(GemvKernel<kTiles, kUnroll, kX, kTail>);
+  launch(GemvKernel<kTiles, kUnroll, kX, kTail, kW>);
+}
+
+// FP8 weights: 4 steps of 64 values in flight per thread (a warp's share of a 2048-value row in one round).
+constexpr int kUnrollF8 = 4;
+
+// The kernel for a batch's weight type (bf16 at one tile of tokens, or FP8) and x.
+// (The routing tail takes x as it is.)
+template <int kTail>
+void LaunchOneTile(cudaStream_t s, const GemvBatch& batch, int64_t tiles, const GemvTail& tail) {
+  if constexpr (kTail == kTailRoute) {
+    if (batch.w_type == kF8E4M3B128) {
+      Launch<1, kUnrollF8, kGemvXPlain, kTail, kF8E4M3B128>(s, batch, tiles, tail);
+    } else {
+      Launch<1, 8, kGemvXPlain, kTail>(s, batch, tiles, tail);
+    }
+  } else if (batch.w_type == kF8E4M3B128) {
+    if (batch.pro.kind == kGemvXNorm) {
+      Launch<1, kUnrollF8, kGemvXNorm, kTail, kF8E4M3B128>(s, batch, tiles, tail);
+    } else {
+      Launch<1, kUnrollF8, kGemvXPlain, kTail, kF8E4M3B128>(s, batch, tiles, tail);
+    }
+  } else if (batch.pro.kind == kGemvXNorm) {
+    Launch<1, 8, kGemvXNorm, kTail>(s, batch, tiles, tail);
+  } else {
+    Launch<1, 8, kGemvXPlain, kTail>(s, batch, tiles, tail);
+  }
 }
 
 }  // namespace
@@ -301,7 +378,9 @@ size_t GemvNormSmemBytes(int64_t n, int64_t k) { return static_cast<size_t>(n * 
 
 void ConfigureGemv(size_t max_smem_optin) {
   cudaFuncAttributes attr{};
-  for (auto kernel : {GemvKernel<1, 8, kGemvXNorm, kTailNone>, GemvKernel<1, 8, kGemvXNorm, kTailConv>}) {
+  for (auto kernel : {GemvKernel<1, 8, kGemvXNorm, kTailNone>, GemvKernel<1, 8, kGemvXNorm, kTailConv>,
+                      GemvKernel<1, kUnrollF8, kGemvXNorm, kTailNone, kF8E4M3B128>,
+                      GemvKernel<1, kUnrollF8, kGemvXNorm, kTailConv, kF8E4M3B128>}) {
     INFX_CUDA_CHECK(cudaFuncGetAttributes(&attr, kernel));
     INFX_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          static_cast<int>(max_smem_optin - attr.sharedSizeBytes)));
@@ -314,36 +393,40 @@ void LaunchGemvWithTail(cudaStream_t s, GemvBatch batch, GemvTail tail) {
   int64_t tiles = 0;
   for (int i = 0; i < batch.n_segments; ++i) tiles += (batch.seg[i].rows + 15) / 16;
   if (tiles == 0 || batch.n == 0) return;
+  INFX_CHECK(batch.w_type == kBF16 || GemvTakesWeights(batch.w_type, batch.n, batch.k));
   if (batch.silu_out != nullptr)
     INFX_CHECK(batch.n_segments == 2 && batch.seg[0].rows == batch.seg[1].rows && batch.seg[0].out_dtype == kBF16 &&
                batch.seg[1].out_dtype == kBF16);
   CheckGemvResidual(batch);
+  if (batch.pro.kind == kGemvXNorm) INFX_CHECK(batch.n <= kGemvNormMaxTokens && batch.pro.counter != nullptr);
   const GemvRouting& route = tail.route;
   if (route.ids != nullptr) {
     INFX_CHECK(batch.pro.kind == kGemvXPlain && batch.silu_out == nullptr && batch.res.out == nullptr &&
                batch.n <= kGemvNormMaxTokens && batch.seg[0].out_dtype == kF32 &&
                batch.seg[0].rows <= kGemvRoutingMaxExperts && route.counter != nullptr && route.top_k >= 1 &&
                route.top_k <= kRouteMaxTopK && route.top_k <= batch.seg[0].rows && tail.conv.out == nullptr);
-    Launch<1, 8, kGemvXPlain, kTailRoute>(s, batch, tiles, tail);
+    LaunchOneTile<kTailRoute>(s, batch, tiles, tail);
   } else if (tail.conv.out != nullptr) {
     INFX_CHECK(batch.silu_out == nullptr && batch.res.out == nullptr && batch.n <= kGemvNormMaxTokens &&
                batch.seg[0].out_dtype == kBF16 && tail.conv.kernel >= 1 && tail.conv.kernel <= kGemvConvMaxKernel &&
                tail.conv.layout.max_seq_tokens == 1 && tail.conv.layout.n_tokens == batch.n);
-    if (batch.pro.kind == kGemvXNorm) {
-      INFX_CHECK(batch.pro.counter != nullptr);
-      Launch<1, 8, kGemvXNorm, kTailConv>(s, batch, tiles, tail);
-    } else {
-      Launch<1, 8, kGemvXPlain, kTailConv>(s, batch, tiles, tail);
-    }
-  } else if (batch.pro.kind == kGemvXNorm) {
-    INFX_CHECK(batch.n <= kGemvNormMaxTokens && batch.pro.counter != nullptr);
-    Launch<1, 8, kGemvXNorm>(s, batch, tiles);
-  } else if (batch.n <= 8) {
-    Launch<1, 8, kGemvXPlain>(s, batch, tiles);
+    LaunchOneTile<kTailConv>(s, batch, tiles, tail);
+  } else if (batch.pro.kind == kGemvXNorm || batch.n <= 8 || batch.w_type != kBF16) {
+    LaunchOneTile<kTailNone>(s, batch, tiles, tail);
   } else {
     Launch<2, 4, kGemvXPlain>(s, batch, tiles);
   }
   INFX_CUDA_CHECK_LAUNCH();
+}
+
+// FP8 from 3 tokens: at one token the tensor-core quantized GEMV (f16 x, E4M3 -> f16 in one conversion per
+// two values) was 5% faster per Qwen3-8B step than this kernel (E4M3 -> bf16 through f32), and the fusions
+// this kernel brings only made up for it in the MoE models (docs/performance.md); at 8 tokens this kernel
+// took 11-12% off every FP8 model's step (the quantized one multiplies bf16 x from 3 tokens on).
+bool GemvTakesWeights(int w_type, int64_t n, int64_t k) {
+  return w_type == kBF16 ? n >= 1 && n <= kGemvMaxTokens && k % 8 == 0
+                         : w_type == kF8E4M3B128 && n >= 3 && n <= kGemvNormMaxTokens && k % 512 == 0 &&
+                               k <= (int64_t{1} << 24);
 }
 
 }  // namespace infernix::cuda

@@ -157,9 +157,10 @@ struct GemvResidual {
 };
 // Shared memory of a GEMV with a kGemvXNorm prologue (the normalised rows), and whether it fits.
 size_t GemvNormSmemBytes(int64_t n, int64_t k);
-// w_type: kBF16 (gemv.cu), or a block-quantized type that every segment has (quant_gemv_mma.cu). Both
-// kernels launch as programmatic dependents of the kernel before (sm_90+): the weights start streaming
-// before x is ready. bf16 weights only: `pro` says where x comes from (`x` is then pro.out). Either
+// w_type: kBF16 or FP8 as GemvTakesWeights says (gemv.cu), or a block-quantized type that every segment
+// has (quant_gemv_mma.cu). Both kernels launch as programmatic dependents of the kernel before (sm_90+):
+// the weights start streaming before x is ready. gemv.cu only: `pro` says where x comes from (`x` is then
+// pro.out), and the residual epilogue and the tails below. Either
 // kernel: with silu_out set, the batch is gate and up (two segments of equal rows, bf16 out) and
 // SiLU(gate) * up is written there as well (it may be gate's or up's output, which is then not written).
 struct GemvBatch {
@@ -203,6 +204,11 @@ struct GemvTail {
   GemvConv conv;
 };
 void LaunchGemv(cudaStream_t s, GemvBatch batch);
+// Whether the GEMV (gemv.cu, with the fusions above) takes a batch of n tokens, k values and weights of
+// w_type: bf16 (n <= kGemvMaxTokens, k % 8 == 0), or f8_e4m3_b128 in the device layout (3 <= n <=
+// kGemvNormMaxTokens, k % 512 == 0: 16-byte aligned rows), 16-byte aligned x and w either way; other
+// block-quantized weights, and FP8 at 1-2 tokens (faster there), go to LaunchQuantGemvMma.
+bool GemvTakesWeights(int w_type, int64_t n, int64_t k);
 // The same with a tail (the routing or the conv); a launcher of its own, so that the GEMVs without one keep
 // their recorded arguments (a unit's key) as small as before.
 void LaunchGemvWithTail(cudaStream_t s, GemvBatch batch, GemvTail tail);

@@ -21,8 +21,8 @@
 //    The residual add after the layer (and the norm of the sum that follows it) can be its epilogue, as
 //    for the decode GEMV (gemv_epilogue.cuh, GemvResidual): each (16 rows, token) block adds its rows to
 //    the residual and leaves their sum of squares; the last block to finish normalises the rows.
+#include "backend/cuda/f8_step.cuh"
 #include "backend/cuda/gemv_epilogue.cuh"
-#include "backend/cuda/quant_mma.cuh"
 
 namespace infernix::cuda {
 namespace {
@@ -61,9 +61,8 @@ __device__ __forceinline__ float SlotWeight(const MoeGemvArgs& a, int t, int j) 
 }
 
 // One step of a thread's weight loads and its share of the product. Bf16Step: 32 values of k (8 per thread
-// of a quad): 16 bytes of rows g and g + 8 and 8 values of x, two m16n8k16 products. F8Step: 64 values (16
-// per thread): 16 E4M3 codes of rows g and g + 8 with the scales of the block they lie in, applied per row
-// to the step's products, and 16 values of x, four m16n8k16 products.
+// of a quad): 16 bytes of rows g and g + 8 and 8 values of x, two m16n8k16 products. F8Step (f8_step.cuh):
+// 64 values (16 per thread) of FP8 codes and their block scales, four m16n8k16 products.
 struct Bf16Step {
   using X = uint4;
   uint4 a, b;
@@ -72,31 +71,6 @@ struct Bf16Step {
     MmaBf16(acc, w.a.z, w.b.z, w.a.w, w.b.w, x.z, x.w);
   }
 };
-struct F8Step {
-  struct X {
-    uint4 lo, hi;  // x at the thread's 16 codes
-  };
-  uint4 a, b;
-  float sa, sb;
-  static __device__ __forceinline__ void Mma(float* acc, const F8Step& w, const X& x) {
-    float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    const uint32_t wa[4] = {w.a.x, w.a.y, w.a.z, w.a.w}, wb[4] = {w.b.x, w.b.y, w.b.z, w.b.w};
-    const uint32_t xv[8] = {x.lo.x, x.lo.y, x.lo.z, x.lo.w, x.hi.x, x.hi.y, x.hi.z, x.hi.w};
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      // Values 4j .. 4j + 3 of the thread's 16: k-slots 2t, 2t + 1 (a0 / a1) and 2t + 8, 2t + 9 (a2 / a3).
-      uint32_t a0, a1, a2, a3;
-      qmma::E4m3x4ToBf16(wa[j], &a0, &a2);
-      qmma::E4m3x4ToBf16(wb[j], &a1, &a3);
-      MmaBf16(c, a0, a1, a2, a3, xv[2 * j], xv[2 * j + 1]);
-    }
-    acc[0] += w.sa * c[0];
-    acc[1] += w.sa * c[1];
-    acc[2] += w.sb * c[2];
-    acc[3] += w.sb * c[3];
-  }
-};
-
 // acc (C fragment of one m16n8k16 tile) += rows [g, g + 8] of a 16-row weight tile . x over `steps` steps:
 // load_step(s, &step) loads what a thread takes of the weights at step s (t picks its piece of the quad's),
 // load_x(s) the matching values of x; use_x: whether this thread's column has a token (else x is zero);
@@ -138,21 +112,6 @@ __device__ __forceinline__ void TileProduct(int steps, int warp, bool use_x, Loa
 #pragma unroll
     for (int u = 0; u < kU; ++u) Step::Mma(acc[u % kAcc], w[u], xr[u]);
   }
-}
-
-// Step s (64 values) of an FP8 row of k values in the device layout: thread t's 16 codes, in one 16-byte
-// load (kVec 16: the row is 16-byte aligned) or two of 8, and the scale of their block (the row's k / 128
-// scales follow its k codes).
-template <int kVec>
-__device__ __forceinline__ void LoadF8(const uint8_t* row, int s, int t, int k, uint4* q, float* scale) {
-  const uint8_t* p = row + s * 64 + 16 * t;
-  if constexpr (kVec == 16) {
-    *q = __ldcs(reinterpret_cast<const uint4*>(p));
-  } else {
-    const uint2 lo = __ldcs(reinterpret_cast<const uint2*>(p)), hi = __ldcs(reinterpret_cast<const uint2*>(p) + 1);
-    *q = make_uint4(lo.x, lo.y, hi.x, hi.y);
-  }
-  *scale = __ldg(reinterpret_cast<const float*>(row + k) + (s >> 1));
 }
 
 // The block's partial C fragments summed in a fixed order: warp w's acc[a] is partial sum w + kW a of
@@ -208,10 +167,7 @@ __device__ __forceinline__ void RowsProduct(int steps, int warp, int t, bool use
           LoadF8<kVec>(rg, ls, t, row_k, &w->a, &w->sa);
           LoadF8<kVec>(rh, ls, t, row_k, &w->b, &w->sb);
         },
-        [&](int s) {
-          const uint4* xs = reinterpret_cast<const uint4*>(x) + s * 8 + 2 * t;
-          return F8Step::X{__ldg(xs), __ldg(xs + 1)};
-        },
+        [&](int s) { return LoadF8StepX(x, s, t); },
         after_first_loads, acc);
   }
 }

@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "backend/cuda/test_util.h"
+#include "quant/random_blocks.h"
 
 #include <fmt/format.h>
 
@@ -184,11 +185,13 @@ TEST(CudaMoeGemv, ResidualAndNormAfterTheExperts) {
 
 // The router's decode GEMV (with the shared expert's gate beside it) and the routing after it, which the
 // backend fuses (the GEMV's last block routes the tokens): the same ids and weights as the unfused ops on
-// the GPU (the same logits, bit for bit), and logits and weights within f32 rounding of the CPU's.
+// the GPU (the same logits, bit for bit), and logits and weights within f32 rounding of the CPU's; bf16 or
+// FP8 (f8_e4m3_b128) router weights.
 TEST(CudaMoeGemv, RoutingAfterTheRouterGemv) {
   INFX_REQUIRE_GPU();
   CudaOptions unfused;
   unfused.fuse = false;
+  for (DType w_type : {DType::kBF16, DType::kF8E4M3B128})
   for (int64_t experts : {512, 128, 60, 8}) {
     for (int64_t n : {1, 3, 8}) {
       const int64_t hidden = 2048, top_k = experts == 60 ? 4 : experts == 8 ? 2 : 10;
@@ -197,8 +200,14 @@ TEST(CudaMoeGemv, RoutingAfterTheRouterGemv) {
       for (const CudaOptions& o : {CudaOptions{}, unfused}) {
         Rig rig(o);
         const float s_in = 4.0f / std::sqrt(static_cast<float>(hidden));
-        auto router = rig.Weight(DType::kBF16, {experts, hidden}, Rand(experts * hidden, seed, -s_in, s_in));
-        auto gate_w = rig.Weight(DType::kBF16, {1, hidden}, Rand(hidden, seed + 1, -s_in, s_in));
+        std::vector<HostBuffer> packed;  // FP8: the blocks the weights were uploaded from
+        auto weight = [&](int64_t rows, uint64_t sd) {
+          if (w_type == DType::kBF16) return rig.Weight(DType::kBF16, {rows, hidden}, Rand(rows * hidden, sd, -s_in, s_in));
+          packed.push_back(RandomQuantBlocks(w_type, rows, hidden, sd, s_in));
+          return Pair{rig.cpu.UploadWeight(packed.back().view()), rig.gpu.UploadWeight(packed.back().view())};
+        };
+        auto router = weight(experts, seed);
+        auto gate_w = weight(1, seed + 1);
         auto x = rig.Act({n, hidden}, Rand(n * hidden, seed + 2, -2, 2));
         auto logits = rig.Out({n, experts}, DType::kF32);
         auto gate = rig.Out({n, 1}, DType::kF32);
@@ -211,7 +220,7 @@ TEST(CudaMoeGemv, RoutingAfterTheRouterGemv) {
           be.MatMul(pick(x), pick(gate_w), pick(gate));
           be.MoeRouting(pick(logits), static_cast<int>(top_k), true, pick(w), pick(ids));
         }
-        const std::string what = fmt::format("E={} n={} fuse={}", experts, n, o.fuse);
+        const std::string what = fmt::format("{} E={} n={} fuse={}", DTypeName(w_type), experts, n, o.fuse);
         ExpectClose(rig.Gpu(logits.gpu), Rig::Cpu(logits.cpu), 1e-4, 1e-3, "router logits " + what);
         ExpectClose(rig.Gpu(gate.gpu), Rig::Cpu(gate.cpu), 1e-4, 1e-3, "shared gate logit " + what);
         got_ids.push_back(rig.Gpu(ids.gpu));
@@ -221,8 +230,9 @@ TEST(CudaMoeGemv, RoutingAfterTheRouterGemv) {
         if (got_ids.back() == Rig::Cpu(ids.cpu))
           ExpectClose(got_w.back(), Rig::Cpu(w.cpu), 1e-4, 1e-3, "routing weights " + what);
       }
-      EXPECT_EQ(got_ids[0], got_ids[1]) << "E=" << experts << " n=" << n << ": fused and unfused routing differ";
-      EXPECT_EQ(got_w[0], got_w[1]) << "E=" << experts << " n=" << n;
+      EXPECT_EQ(got_ids[0], got_ids[1]) << DTypeName(w_type) << " E=" << experts << " n=" << n
+                                        << ": fused and unfused routing differ";
+      EXPECT_EQ(got_w[0], got_w[1]) << DTypeName(w_type) << " E=" << experts << " n=" << n;
     }
   }
 }
