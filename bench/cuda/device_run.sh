@@ -5,6 +5,7 @@
 #   models    the fixture models on the GPU (gpu_model_test)
 #   bench     infernix bench on dummy Qwen3-8B weights (pp4096, tg128 at batch 1, 2, 4, 8)
 #   qbench    the same model with quantized dummy weights ($QUANTS, default q8_0 q4_k), pp512 and tg64
+#             at batch 1 and 8 ($QBATCHES)
 #   moebench  MoE models with dummy weights ($MOE_RUNS, default Qwen3-30B-A3B q4_k and FP8, and FP8
 #             Qwen3-Next-80B-A3B, all layers): pp64, tg32 at batch 1 and 8
 #   hybrid    issue 6 / 7 decode set with dummy weights: Qwen3-30B-A3B bf16 (pp2048; tg32 at batch 1 and
@@ -175,7 +176,7 @@ for step in "$@"; do
       echo "== bench, quantized dummy weights"
       for q in ${QUANTS:-q8_0 q4_k}; do
         timeout 150 "$BUILD"/bin/infernix bench --model "$SRC"/bench/configs/qwen3-8b.json --dummy-weights --backend cuda \
-          --dummy-quant $q -p 512 -n 64 -b 1,8 -r 1 --json "$OUT/bench_$q.json" 2>&1 | tee "$OUT/bench_$q.log"
+          --dummy-quant $q -p 512 -n 64 -b ${QBATCHES:-1,8} -r 1 --json "$OUT/bench_$q.json" 2>&1 | tee "$OUT/bench_$q.log"
       done ;;
     moebench)
       echo "== bench, MoE models"

@@ -419,13 +419,14 @@ void LaunchGemvWithTail(cudaStream_t s, GemvBatch batch, GemvTail tail) {
   INFX_CUDA_CHECK_LAUNCH();
 }
 
-// FP8 from 3 tokens: at one token the tensor-core quantized GEMV (f16 x, E4M3 -> f16 in one conversion per
+// FP8 from 2 tokens: at one token the tensor-core quantized GEMV (f16 x, E4M3 -> f16 in one conversion per
 // two values) was 5% faster per Qwen3-8B step than this kernel (E4M3 -> bf16 through f32), and the fusions
-// this kernel brings only made up for it in the MoE models (docs/performance.md); at 8 tokens this kernel
-// took 11-12% off every FP8 model's step (the quantized one multiplies bf16 x from 3 tokens on).
+// this kernel brings only made up for it in the MoE models (docs/performance.md); at 2 tokens the two
+// kernels were even on Qwen3-8B and this one 0.4-2.3% faster per MoE step (its fusions); at 8 tokens it took
+// 11-12% off every FP8 model's step (the quantized one multiplies bf16 x from 3 tokens on).
 bool GemvTakesWeights(int w_type, int64_t n, int64_t k) {
   return w_type == kBF16 ? n >= 1 && n <= kGemvMaxTokens && k % 8 == 0
-                         : w_type == kF8E4M3B128 && n >= 3 && n <= kGemvNormMaxTokens && k % 512 == 0 &&
+                         : w_type == kF8E4M3B128 && n >= 2 && n <= kGemvNormMaxTokens && k % 512 == 0 &&
                                k <= (int64_t{1} << 24);
 }
 

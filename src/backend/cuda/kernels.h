@@ -205,9 +205,9 @@ struct GemvTail {
 };
 void LaunchGemv(cudaStream_t s, GemvBatch batch);
 // Whether the GEMV (gemv.cu, with the fusions above) takes a batch of n tokens, k values and weights of
-// w_type: bf16 (n <= kGemvMaxTokens, k % 8 == 0), or f8_e4m3_b128 in the device layout (3 <= n <=
+// w_type: bf16 (n <= kGemvMaxTokens, k % 8 == 0), or f8_e4m3_b128 in the device layout (2 <= n <=
 // kGemvNormMaxTokens, k % 512 == 0: 16-byte aligned rows), 16-byte aligned x and w either way; other
-// block-quantized weights, and FP8 at 1-2 tokens (faster there), go to LaunchQuantGemvMma.
+// block-quantized weights, and FP8 at one token (faster there), go to LaunchQuantGemvMma.
 bool GemvTakesWeights(int w_type, int64_t n, int64_t k);
 // The same with a tail (the routing or the conv); a launcher of its own, so that the GEMVs without one keep
 // their recorded arguments (a unit's key) as small as before.
