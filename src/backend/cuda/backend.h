@@ -131,9 +131,6 @@ class CudaBackend final : public Backend {
   // cuda::GemvTakesWeights says), which takes the norm prologue, the residual epilogue and the tails.
   bool PendingGemvFuses() const;
   void JoinGemv(const Tensor& x, const Tensor& w, Tensor out, const cuda::GemvPrologue& pro = {});
-  // Whether x @ w^T goes to gemv.cu's kernel (cuda::GemvTakesWeights: bf16, or FP8 of 2-8 tokens; GEMVs on,
-  // bf16 x, 16-byte aligned x and w).
-  bool GemvJoins(const Tensor& x, const Tensor& w) const;
   // The pending RMSNorm as the prologue of a bf16 GEMV reading x (and no longer pending), or kGemvXPlain
   // after launching whatever is pending.
   cuda::GemvPrologue TakeGemvPrologue(const Tensor& x);

@@ -176,7 +176,7 @@ void CudaBackend::MatMul(const Tensor& x, const Tensor& w, Tensor out) {
   if (IsBlockQuantized(w.dtype)) {
     INFX_CHECK(x.dtype == DType::kBF16 && IsAct(out));
     if (n == 0 || m == 0) return;
-    if (GemvJoins(x, w)) {
+    if (options_.gemv && cuda::GemvTakesWeights(Dt(w), n, k) && Aligned(x.data, 16) && Aligned(w.data, 16)) {
       JoinGemv(x, w, out, TakeGemvPrologue(x));  // FP8: the bf16 GEMV's kernel and fusions
       return;
     }
@@ -202,7 +202,8 @@ void CudaBackend::MatMul(const Tensor& x, const Tensor& w, Tensor out) {
   INFX_CHECK(IsAct(x) && IsAct(out) && IsFloat(w));
   if (n == 0 || m == 0) return;
   const bool bf16 = x.dtype == DType::kBF16 && w.dtype == DType::kBF16;
-  if (GemvJoins(x, w)) {
+  if (bf16 && options_.gemv && n <= cuda::kGemvMaxTokens && k % 8 == 0 && Aligned(x.data, 16) &&
+      Aligned(w.data, 16)) {
     JoinGemv(x, w, out, TakeGemvPrologue(x));
     return;
   }
@@ -229,11 +230,6 @@ void CudaBackend::MatMul(const Tensor& x, const Tensor& w, Tensor out) {
     }
   }
   Enqueue(cuda::LaunchGemmSimt, x.data, Dt(x), w.data, Dt(w), out.data, Dt(out), n, m, k);
-}
-
-bool CudaBackend::GemvJoins(const Tensor& x, const Tensor& w) const {
-  return options_.gemv && x.dtype == DType::kBF16 && cuda::GemvTakesWeights(Dt(w), x.rows(), x.cols()) &&
-         Aligned(x.data, 16) && Aligned(w.data, 16);
 }
 
 Tensor CudaBackend::DenseWeight(int64_t rows, int64_t k) {

@@ -26,7 +26,7 @@
 // finish normalises the sums (GemvResidual): a tail of one block on this kernel, which the next kernel's
 // first weight loads overlap, instead of a pass over the input in every block of the next GEMV (or a
 // kernel of its own). The next GEMV then reads x as it is.
-#include "backend/cuda/weight_steps.cuh"
+#include "backend/cuda/f8_step.cuh"
 #include "backend/cuda/gemv_epilogue.cuh"
 #include "backend/cuda/moe_routing.cuh"
 
@@ -154,7 +154,7 @@ __device__ __forceinline__ void ConvStep(const GemvConv& cv, int64_t token, int6
 // kTiles: tiles of 8 tokens (1: n <= 8, 2: n <= 16); kUnroll: steps of weight loads in flight per thread;
 // kX: where x comes from (GemvXKind); kTail: what follows in the same launch (GemvTailKind; `tail` is
 // unused without one); kW: the weights' type, bf16 (a step: 32 values, 16 bytes of two rows per thread) or
-// f8_e4m3_b128 in the device layout (weight_steps.cuh: 64 values, 16 bytes of codes of two rows per thread and
+// f8_e4m3_b128 in the device layout (f8_step.cuh: 64 values, 16 bytes of codes of two rows per thread and
 // their block scales; kTiles 1, k % 512 == 0). A block takes work items blockIdx.x, + gridDim.x, ...: a
 // tile, or with the SiLU epilogue a pair of tiles (i: gate, i + items: up).
 enum GemvTailKind : int { kTailNone = 0, kTailRoute = 1, kTailConv = 2 };
@@ -255,27 +255,47 @@ __global__ void __launch_bounds__(32 * kWarps, kTail == kTailConv ? 2 : 0) GemvK
             }
           }
         }
-      } else {  // FP8: rows of k codes and k / 128 scales, 16-byte aligned; one tile of tokens
+      } else {  // FP8: rows of k codes and k / 128 scales, 16-byte aligned
         const int64_t row_bytes = k + k / 32;
         const uint8_t* w = static_cast<const uint8_t*>(sg.w);
         const uint8_t* rg = w + min(row0 + g, rows - 1) * row_bytes;
         const uint8_t* rh = w + min(row0 + g + 8, rows - 1) * row_bytes;
+        F8Step f[kUnroll];
+        auto load_weights = [&](int64_t s0) {
+#pragma unroll
+          for (int u = 0; u < kUnroll; ++u) {
+            const int64_t st = s0 + u * kWarps;
+            if (st < steps) {
+              LoadF8<16>(rg, static_cast<int>(st), t, static_cast<int>(k), &f[u].a, &f[u].sa);
+              LoadF8<16>(rh, static_cast<int>(st), t, static_cast<int>(k), &f[u].b, &f[u].sb);
+            } else {
+              f[u] = F8Step{};
+            }
+          }
+        };
+        load_weights(warp);
+        wait_for_x();
         const bf16* xrow = kX == kGemvXNorm ? xs + xo[0] : x + xo[0];
-        TileProduct<kUnroll, kWarps, 1, F8Step>(
-            static_cast<int>(steps), warp, xv[0],
-            [&](int st, F8Step* f) {
-              LoadF8<16>(rg, st, t, static_cast<int>(k), &f->a, &f->sa);
-              LoadF8<16>(rh, st, t, static_cast<int>(k), &f->b, &f->sb);
-            },
-            [&](int st) {
-              if constexpr (kX == kGemvXNorm) {  // shared memory: plain loads
+        for (int64_t s0 = warp; s0 < steps; s0 += kWarps * kUnroll) {
+          if (s0 != warp) load_weights(s0);
+          F8Step::X xr[kUnroll];
+#pragma unroll
+          for (int u = 0; u < kUnroll; ++u) {
+            const int64_t st = s0 + u * kWarps;
+            if (st < steps && xv[0]) {
+              if constexpr (kX == kGemvXNorm) {
                 const uint4* px = reinterpret_cast<const uint4*>(xrow) + st * 8 + 2 * t;
-                return F8Step::X{px[0], px[1]};
+                xr[u] = F8Step::X{px[0], px[1]};
               } else {
-                return LoadF8StepX(xrow, st, t);
+                xr[u] = LoadF8StepX(xrow, st, t);
               }
-            },
-            wait_for_x, acc);
+            } else {
+              xr[u] = F8Step::X{zero, zero};
+            }
+          }
+#pragma unroll
+          for (int u = 0; u < kUnroll; ++u) F8Step::Mma(acc[0], f[u], xr[u]);
+        }
       }
 
 #pragma unroll
@@ -329,24 +349,27 @@ void Launch(cudaStream_t s, const GemvBatch& batch, int64_t tiles, const GemvTai
 // FP8 weights: 4 steps of 64 values in flight per thread (a warp's share of a 2048-value row in one round).
 constexpr int kUnrollF8 = 4;
 
-// The one-tile kernel for a batch's weight type (bf16, or FP8) and x (the routing tail takes x as it is).
-template <int kX, int kTail>
-void LaunchForWeights(cudaStream_t s, const GemvBatch& batch, int64_t tiles, const GemvTail& tail) {
-  if (batch.w_type == kF8E4M3B128) {
-    Launch<1, kUnrollF8, kX, kTail, kF8E4M3B128>(s, batch, tiles, tail);
-  } else {
-    Launch<1, 8, kX, kTail>(s, batch, tiles, tail);
-  }
-}
+// The kernel for a batch's weight type (bf16 at one tile of tokens, or FP8) and x.
+// (The routing tail takes x as it is.)
 template <int kTail>
 void LaunchOneTile(cudaStream_t s, const GemvBatch& batch, int64_t tiles, const GemvTail& tail) {
-  if constexpr (kTail != kTailRoute) {
-    if (batch.pro.kind == kGemvXNorm) {
-      LaunchForWeights<kGemvXNorm, kTail>(s, batch, tiles, tail);
-      return;
+  if constexpr (kTail == kTailRoute) {
+    if (batch.w_type == kF8E4M3B128) {
+      Launch<1, kUnrollF8, kGemvXPlain, kTail, kF8E4M3B128>(s, batch, tiles, tail);
+    } else {
+      Launch<1, 8, kGemvXPlain, kTail>(s, batch, tiles, tail);
     }
+  } else if (batch.w_type == kF8E4M3B128) {
+    if (batch.pro.kind == kGemvXNorm) {
+      Launch<1, kUnrollF8, kGemvXNorm, kTail, kF8E4M3B128>(s, batch, tiles, tail);
+    } else {
+      Launch<1, kUnrollF8, kGemvXPlain, kTail, kF8E4M3B128>(s, batch, tiles, tail);
+    }
+  } else if (batch.pro.kind == kGemvXNorm) {
+    Launch<1, 8, kGemvXNorm, kTail>(s, batch, tiles, tail);
+  } else {
+    Launch<1, 8, kGemvXPlain, kTail>(s, batch, tiles, tail);
   }
-  LaunchForWeights<kGemvXPlain, kTail>(s, batch, tiles, tail);
 }
 
 }  // namespace
@@ -370,7 +393,7 @@ void LaunchGemvWithTail(cudaStream_t s, GemvBatch batch, GemvTail tail) {
   int64_t tiles = 0;
   for (int i = 0; i < batch.n_segments; ++i) tiles += (batch.seg[i].rows + 15) / 16;
   if (tiles == 0 || batch.n == 0) return;
-  INFX_CHECK(GemvTakesWeights(batch.w_type, batch.n, batch.k));
+  INFX_CHECK(batch.w_type == kBF16 || GemvTakesWeights(batch.w_type, batch.n, batch.k));
   if (batch.silu_out != nullptr)
     INFX_CHECK(batch.n_segments == 2 && batch.seg[0].rows == batch.seg[1].rows && batch.seg[0].out_dtype == kBF16 &&
                batch.seg[1].out_dtype == kBF16);

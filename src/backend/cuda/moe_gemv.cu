@@ -21,7 +21,7 @@
 //    The residual add after the layer (and the norm of the sum that follows it) can be its epilogue, as
 //    for the decode GEMV (gemv_epilogue.cuh, GemvResidual): each (16 rows, token) block adds its rows to
 //    the residual and leaves their sum of squares; the last block to finish normalises the rows.
-#include "backend/cuda/weight_steps.cuh"
+#include "backend/cuda/f8_step.cuh"
 #include "backend/cuda/gemv_epilogue.cuh"
 
 namespace infernix::cuda {
@@ -61,7 +61,7 @@ __device__ __forceinline__ float SlotWeight(const MoeGemvArgs& a, int t, int j) 
 }
 
 // One step of a thread's weight loads and its share of the product. Bf16Step: 32 values of k (8 per thread
-// of a quad): 16 bytes of rows g and g + 8 and 8 values of x, two m16n8k16 products. F8Step (weight_steps.cuh):
+// of a quad): 16 bytes of rows g and g + 8 and 8 values of x, two m16n8k16 products. F8Step (f8_step.cuh):
 // 64 values (16 per thread) of FP8 codes and their block scales, four m16n8k16 products.
 struct Bf16Step {
   using X = uint4;
@@ -71,6 +71,49 @@ struct Bf16Step {
     MmaBf16(acc, w.a.z, w.b.z, w.a.w, w.b.w, x.z, x.w);
   }
 };
+// acc (C fragment of one m16n8k16 tile) += rows [g, g + 8] of a 16-row weight tile . x over `steps` steps:
+// load_step(s, &step) loads what a thread takes of the weights at step s (t picks its piece of the quad's),
+// load_x(s) the matching values of x; use_x: whether this thread's column has a token (else x is zero);
+// after_first_loads() runs once the first round of weight loads is out, before x is read (the shared
+// expert's blocks wait for the kernel before there: its weights are known without the routing).
+// Shaped like gemv.cu's loop (each group's weight loads issued before the loop or at the top of the next
+// round, conditional loads instead of branches), which keeps all kU steps' loads in flight: a loop that
+// loads and multiplies in one round compiles to loads interleaved with the products (40 registers instead
+// of 102 in a test kernel), which then wait for each other.
+// kW warps share the steps (warp w takes w, w + kW, ...); kAcc partial sums per thread: the u-th step of a
+// round goes into acc[u % kAcc] (kU a multiple of kAcc), so that acc[a] of warp w sums the steps that warp
+// w + kW a of a kernel with kW kAcc warps and one sum each would (the same products in the same order).
+template <int kU, int kW, int kAcc, typename Step, typename LoadStep, typename LoadX, typename AfterFirstLoads>
+__device__ __forceinline__ void TileProduct(int steps, int warp, bool use_x, LoadStep load_step, LoadX load_x,
+                                            AfterFirstLoads after_first_loads, float (*acc)[4]) {
+  static_assert(kU % kAcc == 0, "a round's steps must cycle through the partial sums");
+  Step w[kU];
+  auto load_weights = [&](int s0) {
+#pragma unroll
+    for (int u = 0; u < kU; ++u) {
+      const int s = s0 + u * kW;
+      if (s < steps) {
+        load_step(s, &w[u]);
+      } else {
+        w[u] = Step{};
+      }
+    }
+  };
+  load_weights(warp);
+  after_first_loads();
+  for (int s0 = warp; s0 < steps; s0 += kW * kU) {
+    if (s0 != warp) load_weights(s0);
+    typename Step::X xr[kU];
+#pragma unroll
+    for (int u = 0; u < kU; ++u) {
+      const int s = s0 + u * kW;
+      xr[u] = use_x && s < steps ? load_x(s) : typename Step::X{};
+    }
+#pragma unroll
+    for (int u = 0; u < kU; ++u) Step::Mma(acc[u % kAcc], w[u], xr[u]);
+  }
+}
+
 // The block's partial C fragments summed in a fixed order: warp w's acc[a] is partial sum w + kW a of
 // kSums; threads q * 32 + ln (q < 4) get row (ln >> 2) + (q >= 2 ? 8 : 0), column 2 (ln & 3) + (q & 1) of the
 // tile. Ends with the block synchronised (partial is reused).
