@@ -160,7 +160,8 @@ void CheckConvAfterItsProduct(bool norm_first, DType w_type, uint64_t seed) {
   const float s_in = 1.0f / std::sqrt(static_cast<float>(hidden));
   std::vector<HostBuffer> packed;  // FP8: the blocks the weights were uploaded from
   auto projection = [&](int64_t rows, uint64_t sd) {
-    if (w_type == DType::kBF16) return rig.Weight(DType::kBF16, {rows, hidden}, Rand(static_cast<size_t>(rows) * hidden, sd, -s_in, s_in));
+    if (w_type == DType::kBF16)
+      return rig.Weight(DType::kBF16, {rows, hidden}, Rand(static_cast<size_t>(rows) * hidden, sd, -s_in, s_in));
     packed.push_back(RandomQuantBlocks(w_type, rows, hidden, sd, s_in));
     return Pair{rig.cpu.UploadWeight(packed.back().view()), rig.gpu.UploadWeight(packed.back().view())};
   };

@@ -191,48 +191,50 @@ TEST(CudaMoeGemv, RoutingAfterTheRouterGemv) {
   INFX_REQUIRE_GPU();
   CudaOptions unfused;
   unfused.fuse = false;
-  for (DType w_type : {DType::kBF16, DType::kF8E4M3B128})
-  for (int64_t experts : {512, 128, 60, 8}) {
-    for (int64_t n : {1, 3, 8}) {
-      const int64_t hidden = 2048, top_k = experts == 60 ? 4 : experts == 8 ? 2 : 10;
-      const uint64_t seed = 7000 + static_cast<uint64_t>(experts) * 10 + static_cast<uint64_t>(n);
-      std::vector<std::vector<float>> got_ids, got_w;
-      for (const CudaOptions& o : {CudaOptions{}, unfused}) {
-        Rig rig(o);
-        const float s_in = 4.0f / std::sqrt(static_cast<float>(hidden));
-        std::vector<HostBuffer> packed;  // FP8: the blocks the weights were uploaded from
-        auto weight = [&](int64_t rows, uint64_t sd) {
-          if (w_type == DType::kBF16) return rig.Weight(DType::kBF16, {rows, hidden}, Rand(rows * hidden, sd, -s_in, s_in));
-          packed.push_back(RandomQuantBlocks(w_type, rows, hidden, sd, s_in));
-          return Pair{rig.cpu.UploadWeight(packed.back().view()), rig.gpu.UploadWeight(packed.back().view())};
-        };
-        auto router = weight(experts, seed);
-        auto gate_w = weight(1, seed + 1);
-        auto x = rig.Act({n, hidden}, Rand(n * hidden, seed + 2, -2, 2));
-        auto logits = rig.Out({n, experts}, DType::kF32);
-        auto gate = rig.Out({n, 1}, DType::kF32);
-        auto w = rig.Out({n, top_k}, DType::kF32);
-        auto ids = rig.I32({n, top_k}, std::vector<int32_t>(static_cast<size_t>(n * top_k), -1));
-        for (bool gpu : {false, true}) {
-          Backend& be = gpu ? static_cast<Backend&>(rig.gpu) : static_cast<Backend&>(rig.cpu);
-          auto pick = [&](const Pair& p) { return gpu ? p.gpu : p.cpu; };
-          be.MatMul(pick(x), pick(router), pick(logits));
-          be.MatMul(pick(x), pick(gate_w), pick(gate));
-          be.MoeRouting(pick(logits), static_cast<int>(top_k), true, pick(w), pick(ids));
+  for (DType w_type : {DType::kBF16, DType::kF8E4M3B128}) {
+    for (int64_t experts : {512, 128, 60, 8}) {
+      for (int64_t n : {1, 3, 8}) {
+        const int64_t hidden = 2048, top_k = experts == 60 ? 4 : experts == 8 ? 2 : 10;
+        const uint64_t seed = 7000 + static_cast<uint64_t>(experts) * 10 + static_cast<uint64_t>(n);
+        std::vector<std::vector<float>> got_ids, got_w;
+        for (const CudaOptions& o : {CudaOptions{}, unfused}) {
+          Rig rig(o);
+          const float s_in = 4.0f / std::sqrt(static_cast<float>(hidden));
+          std::vector<HostBuffer> packed;  // FP8: the blocks the weights were uploaded from
+          auto weight = [&](int64_t rows, uint64_t sd) {
+            if (w_type == DType::kBF16)
+              return rig.Weight(DType::kBF16, {rows, hidden}, Rand(rows * hidden, sd, -s_in, s_in));
+            packed.push_back(RandomQuantBlocks(w_type, rows, hidden, sd, s_in));
+            return Pair{rig.cpu.UploadWeight(packed.back().view()), rig.gpu.UploadWeight(packed.back().view())};
+          };
+          auto router = weight(experts, seed);
+          auto gate_w = weight(1, seed + 1);
+          auto x = rig.Act({n, hidden}, Rand(n * hidden, seed + 2, -2, 2));
+          auto logits = rig.Out({n, experts}, DType::kF32);
+          auto gate = rig.Out({n, 1}, DType::kF32);
+          auto w = rig.Out({n, top_k}, DType::kF32);
+          auto ids = rig.I32({n, top_k}, std::vector<int32_t>(static_cast<size_t>(n * top_k), -1));
+          for (bool gpu : {false, true}) {
+            Backend& be = gpu ? static_cast<Backend&>(rig.gpu) : static_cast<Backend&>(rig.cpu);
+            auto pick = [&](const Pair& p) { return gpu ? p.gpu : p.cpu; };
+            be.MatMul(pick(x), pick(router), pick(logits));
+            be.MatMul(pick(x), pick(gate_w), pick(gate));
+            be.MoeRouting(pick(logits), static_cast<int>(top_k), true, pick(w), pick(ids));
+          }
+          const std::string what = fmt::format("{} E={} n={} fuse={}", DTypeName(w_type), experts, n, o.fuse);
+          ExpectClose(rig.Gpu(logits.gpu), Rig::Cpu(logits.cpu), 1e-4, 1e-3, "router logits " + what);
+          ExpectClose(rig.Gpu(gate.gpu), Rig::Cpu(gate.cpu), 1e-4, 1e-3, "shared gate logit " + what);
+          got_ids.push_back(rig.Gpu(ids.gpu));
+          got_w.push_back(rig.Gpu(w.gpu));
+          // Where the CPU chose the same experts (near-ties of its slightly different logits may not), the same
+          // weights up to rounding.
+          if (got_ids.back() == Rig::Cpu(ids.cpu))
+            ExpectClose(got_w.back(), Rig::Cpu(w.cpu), 1e-4, 1e-3, "routing weights " + what);
         }
-        const std::string what = fmt::format("{} E={} n={} fuse={}", DTypeName(w_type), experts, n, o.fuse);
-        ExpectClose(rig.Gpu(logits.gpu), Rig::Cpu(logits.cpu), 1e-4, 1e-3, "router logits " + what);
-        ExpectClose(rig.Gpu(gate.gpu), Rig::Cpu(gate.cpu), 1e-4, 1e-3, "shared gate logit " + what);
-        got_ids.push_back(rig.Gpu(ids.gpu));
-        got_w.push_back(rig.Gpu(w.gpu));
-        // Where the CPU chose the same experts (near-ties of its slightly different logits may not), the same
-        // weights up to rounding.
-        if (got_ids.back() == Rig::Cpu(ids.cpu))
-          ExpectClose(got_w.back(), Rig::Cpu(w.cpu), 1e-4, 1e-3, "routing weights " + what);
+        EXPECT_EQ(got_ids[0], got_ids[1])
+            << DTypeName(w_type) << " E=" << experts << " n=" << n << ": fused and unfused routing differ";
+        EXPECT_EQ(got_w[0], got_w[1]) << DTypeName(w_type) << " E=" << experts << " n=" << n;
       }
-      EXPECT_EQ(got_ids[0], got_ids[1]) << DTypeName(w_type) << " E=" << experts << " n=" << n
-                                        << ": fused and unfused routing differ";
-      EXPECT_EQ(got_w[0], got_w[1]) << DTypeName(w_type) << " E=" << experts << " n=" << n;
     }
   }
 }
