@@ -15,6 +15,8 @@
 #             layers (pp64, tg32 at the batch sizes $MOE_BATCHES, default 1,8), for the expert kernels' A/B runs
 #   fp8decode MoE decode with dummy FP8 weights (f8_e4m3_b128), depth 0: Qwen3-Next-80B-A3B (all 48
 #             layers) and Qwen3-30B-A3B, pp64, tg32 at the batch sizes $MOE_BATCHES (default 1,8)
+#   attndecode decode with dummy bf16 weights at depths 0 and 8,192, batch 1 and 8: Qwen3-8B and
+#             Qwen3-Next-80B-A3B with 24 layers (pp64, tg32), for the attention kernels' A/B runs
 #   longctx   decode at long context with dummy bf16 weights: Qwen3-8B at depths 0 and 32,768, and
 #             Qwen3-Next-80B-A3B with 24 layers at 0 and 131,072 (tg32, batch 1)
 #   ncu       per-kernel time and DRAM traffic of batch-1 decode steps ($NCU_MODEL config, default
@@ -95,7 +97,7 @@ for step in "$@"; do
     moegemvbench) need=moe_gemv_bench ;;
     trace) need="infernix kernel_trace" ;;
     streambench) need=stream_bench ;;
-    bench | qbench | moebench | moedecode | fp8decode | hybrid | longctx | ncu | ncudetail) need=infernix ;;
+    bench | qbench | moebench | moedecode | fp8decode | hybrid | attndecode | longctx | ncu | ncudetail) need=infernix ;;
     *) echo "device_run.sh: unknown step '$step' (see the list at the top of this script)" >&2; exit 2 ;;
   esac
   for t in $need; do
@@ -252,6 +254,10 @@ for step in "$@"; do
       bench_set fp8decode "GPU busy|^\| tg|model:" \
         "qwen3-next-80b-a3b:--dummy-quant f8_e4m3_b128 -p 64 -b ${MOE_BATCHES:-1,8}" \
         "qwen3-30b-a3b:--dummy-quant f8_e4m3_b128 -p 64 -b ${MOE_BATCHES:-1,8}" ;;
+    attndecode)
+      echo "== bench, decode at depths 0 and 8192"
+      bench_set attndecode "GPU busy|^\| tg|prefilled|model:" "qwen3-8b:-p 64 -b 1,8 -d 0,8192" \
+        "qwen3-next-80b-a3b:--num-layers 24 -p 64 -b 1,8 -d 0,8192" ;;
     longctx)
       echo "== bench, decode at long context"
       bench_set longctx "GPU busy|^\| tg|prefilled|model:" "qwen3-8b:-p 64 -b 1 -d 0,32768" \
