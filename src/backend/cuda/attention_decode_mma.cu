@@ -11,7 +11,10 @@
 // K/V).
 #include <cmath>
 
-#include "backend/cuda/device_util.cuh"
+#include <algorithm>
+#include <type_traits>
+
+#include "backend/cuda/qkv_prep.cuh"
 
 namespace infernix::cuda {
 namespace {
@@ -31,26 +34,36 @@ __host__ __device__ constexpr int Stride() {
 // took 2.865 ms of GPU time per decode step instead of 3.106 with one page and two blocks per SM
 // (2.30-2.32 at depth 0). One for smaller head_dims (load, wait, compute): with three (106 KiB at
 // head_dim 128), Qwen3-8B's decode steps in CUDA graphs took 23% longer even at depth 0 (GPU busy 5.67
-// vs 4.61 ms), although ncu timed the kernel itself the same (5.5 us), and 19% longer at 32,768 tokens
-// (docs/cuda.md).
+// vs 4.61 ms), although ncu timed the kernel itself the same (5.5 us), and 19% longer at 32,768 tokens:
+// its shared memory leaves the GEMVs that start after it on the same SMs too little L1 (docs/cuda.md).
 template <int D>
 __host__ __device__ constexpr int Stages() {
   return D <= 128 ? 1 : 3;
 }
 
-// Q (kRows rows), then kStages buffers of K and V of one page; after the pages, the same bytes hold the
-// warps' partial results: o [kWarps][kRows][D] f32, then m and l [kWarps][kRows].
+// Q (kRows rows), then kStages buffers of K and V of one page; after the pages, the bytes after Q hold the
+// warps' partial results: o [kWarps][kRows][D] f32, then m and l [kWarps][kRows]. The fused kernel has a
+// preparation area after all that (see the kernel).
 template <int D>
-constexpr size_t SmemBytes() {
-  const size_t tiles = size_t{kRows + 2 * kPageSize * Stages<D>()} * Stride<D>() * sizeof(bf16);
-  const size_t merge = size_t{kWarps} * kRows * (D + 2) * sizeof(float);
+__host__ __device__ constexpr size_t QBytes() {
+  return size_t{kRows} * Stride<D>() * sizeof(bf16);
+}
+template <int D>
+__host__ __device__ constexpr size_t SmemBytes() {
+  const size_t tiles = QBytes<D>() + size_t{2 * kPageSize * Stages<D>()} * Stride<D>() * sizeof(bf16);
+  const size_t merge = QBytes<D>() + size_t{kWarps} * kRows * (D + 2) * sizeof(float);
   return tiles > merge ? tiles : merge;
 }
-
 template <int D>
+__host__ __device__ constexpr size_t FusedSmemBytes() {
+  return SmemBytes<D>() + size_t{kWarps + 3} * D * sizeof(float) + 2 * D * sizeof(bf16);
+}
+
+// kFused (DecodeAttentionFusion, kernels.h): q, k and v prepared here, the splits merged here.
+template <int D, bool kFused>
 __global__ void __launch_bounds__(kThreads)
     DecodeMmaKernel(DeviceLayout layout, KvCacheView kv, const bf16* q, int n_heads, float scale_log2, int n_splits,
-                    float* ws_o, float* ws_ml, bf16* direct_out) {
+                    float* ws_o, float* ws_ml, bf16* direct_out, DecodeAttentionFusion f) {
   constexpr int kStride = Stride<D>();
   constexpr int kChunks = D / 8;  // 16-byte chunks per padded row
   AllowDependentLaunch();
@@ -59,27 +72,29 @@ __global__ void __launch_bounds__(kThreads)
   const int seq = layout.token_seq[t], slot = layout.seq_info[seq * 4], pos = layout.token_pos[t];
   // Whole pages per split; the splits past the context are empty.
   const int len = pos + 1, per_split = (len + n_splits - 1) / n_splits;
-  const int chunk = (per_split + kPageSize - 1) / kPageSize * kPageSize;
+  const int chunk = max((per_split + kPageSize - 1) / kPageSize, kFused ? f.min_pages : 1) * kPageSize;
   const int begin = split * chunk, end = min(begin + chunk, len);
   const int64_t head0 = static_cast<int64_t>(t) * n_heads + static_cast<int64_t>(kvh) * group;
-  WaitForPrevious();   // q and this token's K/V come from the kernel before
-  if (begin >= end) {  // an empty partial result for the combine kernel
-    for (int i = tid; i < group; i += kThreads) {
-      ws_ml[((head0 + i) * n_splits + split) * 2] = -INFINITY;
-      ws_ml[((head0 + i) * n_splits + split) * 2 + 1] = 0.0f;
+  if constexpr (kFused) {
+    if (begin >= end) {  // the merge counts only the splits that have keys
+      WaitForPrevious();
+      return;
     }
-    return;
+  } else {
+    WaitForPrevious();   // q and this token's K/V come from the kernel before
+    if (begin >= end) {  // an empty partial result for the combine kernel
+      for (int i = tid; i < group; i += kThreads) {
+        ws_ml[((head0 + i) * n_splits + split) * 2] = -INFINITY;
+        ws_ml[((head0 + i) * n_splits + split) * 2 + 1] = 0.0f;
+      }
+      return;
+    }
   }
   extern __shared__ __align__(16) unsigned char smem[];
   constexpr int kStages = Stages<D>();
   constexpr int kBuffer = 2 * kPageSize * kStride;  // K then V of one page, bf16
   bf16* qs = reinterpret_cast<bf16*>(smem);
   bf16* pages = qs + kRows * kStride;
-  for (int i = tid; i < kRows * kChunks; i += kThreads) {
-    const int r = i / kChunks, c = i - r * kChunks;
-    const bool valid = r < group && c < d_chunks;
-    CpAsync16Zfill(qs + r * kStride + c * 8, q + (valid ? (head0 + r) * d + c * 8 : 0), valid);
-  }
   const bf16* kpages = static_cast<const bf16*>(kv.k_pages);
   const bf16* vpages = static_cast<const bf16*>(kv.v_pages);
   const int first = begin / kPageSize, last = (end - 1) / kPageSize;  // the chunk's pages
@@ -103,8 +118,106 @@ __global__ void __launch_bounds__(kThreads)
     }
     CpAsyncCommit();
   };
+  // The fused kernel's preparation area (FusedSmemBytes): a row per warp, the q and k norm weights, RoPE's
+  // cos and sin at this token's position (f32), and the new key and value (bf16 [2][D]), which the block
+  // whose chunk holds them prepares.
+  const bool owner = kFused && pos < end;
+  float* prep_rows = reinterpret_cast<float*>(smem + SmemBytes<D>());
+  float* norm_w = prep_rows + kWarps * D;  // [2][D]: q's, k's
+  float* rope_cs = norm_w + 2 * D;         // [D / 2]
+  float* rope_sn = rope_cs + D / 2;        // [D / 2]
+  bf16* knew = reinterpret_cast<bf16*>(rope_sn + D / 2);
+  if constexpr (kFused) {
+    // The keys before this token's were written by earlier forwards (each forward's batch layout is
+    // copied in first, and a copy waits for everything before it), so their pages load before the wait;
+    // the new key's row is patched in once prepared. The weights and RoPE's factors are ready before too.
 #pragma unroll
-  for (int j = 0; j < kStages - 1; ++j) load_page(first + j);  // Q travels with the first page's group
+    for (int j = 0; j < (kStages > 1 ? kStages - 1 : 1); ++j) load_page(first + j);
+    const QkvPrep& p = f.prep;
+    for (int i = tid; i < 2 * D; i += kThreads) {
+      const HeadPrep& hp = p.t[i / D];
+      norm_w[i] = hp.norm_w != nullptr && i % D < d ? LoadF(hp.norm_w, hp.w_dtype, i % D) : 0.0f;
+    }
+    for (int i = tid; i < p.half; i += kThreads) {
+      float sn, cs;
+      sincosf(static_cast<float>(pos) * p.inv_freq[i], &sn, &cs);
+      rope_cs[i] = cs * p.rope_scale;
+      rope_sn[i] = sn * p.rope_scale;
+    }
+    // Items: the group's query heads, then (the owner) the key and the value; a warp loads all of its
+    // items' rows before it prepares them one by one, as PrepHeadRow would (the same bits).
+    constexpr int kPer = D / 32, kMaxItems = (kRows + 2 + kWarps - 1) / kWarps;
+    const int lane = tid & 31, warp = tid >> 5, items = group + (owner ? 2 : 0);
+    auto row_of = [&](int it) {
+      const int ti = it < group ? 0 : it - group + 1;
+      return static_cast<bf16*>(p.t[ti].x) + (ti == 0 ? head0 + it : static_cast<int64_t>(t) * hkv + kvh) * d;
+    };
+    WaitForPrevious();  // q, k and v come from the kernel before
+    float xv[kMaxItems][kPer];
+#pragma unroll
+    for (int j = 0; j < kMaxItems; ++j) {
+      const int it = warp + j * kWarps;
+      const bf16* x = it < items ? row_of(it) : nullptr;
+#pragma unroll
+      for (int e = 0; e < kPer; ++e) {
+        const int i = lane + 32 * e;
+        xv[j][e] = x != nullptr && i < d ? __bfloat162float(x[i]) : 0.0f;
+      }
+    }
+    __syncthreads();  // the weights and factors
+    float* row = prep_rows + warp * D;
+#pragma unroll
+    for (int j = 0; j < kMaxItems; ++j) {
+      const int it = warp + j * kWarps;
+      if (it >= items) break;
+      const int ti = it < group ? 0 : it - group + 1;
+      const HeadPrep& hp = p.t[ti];
+      float ss = 0;
+#pragma unroll
+      for (int e = 0; e < kPer; ++e) ss += xv[j][e] * xv[j][e];
+      const float inv = hp.norm_w != nullptr ? RmsInv(WarpSum(ss), d, hp.eps) : 0.0f;
+#pragma unroll
+      for (int e = 0; e < kPer; ++e) {
+        const int i = lane + 32 * e;
+        row[i] = hp.norm_w != nullptr && i < d ? RoundBf16(RmsScale(xv[j][e], inv, norm_w[ti * D + i], hp.w_offset))
+                                               : xv[j][e];
+      }
+      __syncwarp();
+      if (hp.rope) {
+        for (int i = lane; i < p.half; i += 32) {
+          const float a = row[i], c = row[i + p.half];
+          row[i] = RoundBf16(a * rope_cs[i] - c * rope_sn[i]);
+          row[i + p.half] = RoundBf16(c * rope_cs[i] + a * rope_sn[i]);
+        }
+        __syncwarp();
+      }
+      bf16* x = row_of(it);
+      bf16* dst = ti == 0 ? qs + it * kStride : knew + (ti - 1) * D;
+      bf16* cache = ti == 0 ? nullptr : CacheRowAt(kv, hp.cache, slot, pos, kvh);
+#pragma unroll
+      for (int e = 0; e < kPer; ++e) {
+        const int i = lane + 32 * e;
+        const bf16 v = __float2bfloat16_rn(row[i]);
+        dst[i] = v;
+        if (i < d && cache != nullptr) {
+          cache[i] = v;
+          if (PrepChangesRow(hp)) x[i] = v;  // k; q is written back after the merge (the other splits read it)
+        }
+      }
+      __syncwarp();  // the row is free for the warp's next item
+    }
+    for (int i = tid; i < (kRows - group) * D; i += kThreads)
+      qs[(group + i / D) * kStride + i % D] = __float2bfloat16_rn(0.0f);
+    __syncthreads();
+  } else {
+    for (int i = tid; i < kRows * kChunks; i += kThreads) {
+      const int r = i / kChunks, c = i - r * kChunks;
+      const bool valid = r < group && c < d_chunks;
+      CpAsync16Zfill(qs + r * kStride + c * 8, q + (valid ? (head0 + r) * d + c * 8 : 0), valid);
+    }
+#pragma unroll
+    for (int j = 0; j < kStages - 1; ++j) load_page(first + j);  // Q travels with the first page's group
+  }
 
   const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
   float o[D / 8][4];
@@ -113,8 +226,10 @@ __global__ void __launch_bounds__(kThreads)
   float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.0f, 0.0f};  // rows g and g + 8
   for (int kb = first; kb <= last; ++kb) {
     if constexpr (kStages == 1) {
-      __syncthreads();  // every warp is done with the previous page
-      load_page(kb);
+      if (!kFused || kb != first) {  // the fused kernel loaded the first page before its wait
+        __syncthreads();             // every warp is done with the previous page
+        load_page(kb);
+      }
       CpAsyncWait<0>();
       __syncthreads();
     } else {
@@ -122,8 +237,16 @@ __global__ void __launch_bounds__(kThreads)
       __syncthreads();              // for every thread; and every warp is done with page kb - 1's buffer,
       load_page(kb + kStages - 1);  // which takes this page
     }
-    const bf16* ks = pages + (kb % kStages) * kBuffer;
-    const bf16* vs = ks + kPageSize * kStride;
+    bf16* ks = pages + (kb % kStages) * kBuffer;
+    bf16* vs = ks + kPageSize * kStride;
+    if (owner && kb == pos / kPageSize) {  // the new key and value over the row staged from the cache
+      const int r = pos % kPageSize;
+      for (int i = tid; i < D; i += kThreads) {
+        ks[r * kStride + i] = knew[i];
+        vs[r * kStride + i] = knew[D + i];
+      }
+      __syncthreads();
+    }
 
     // S = Q K^T for the 16 rows and this warp's 16 keys of the page (2 tiles of 8 keys).
     // Even and odd steps of head_dim accumulate apart (two independent mma chains per tile).
@@ -167,7 +290,7 @@ __global__ void __launch_bounds__(kThreads)
   __syncthreads();   // every warp is done with the pages: their bytes take the partial results
 
   // The warps' partial results into shared memory (the tiles' bytes), then merged per (row, column).
-  float* po = reinterpret_cast<float*>(smem);  // [kWarps][kRows][D]
+  float* po = reinterpret_cast<float*>(smem + QBytes<D>());  // [kWarps][kRows][D]
   float* pm = po + kWarps * kRows * D;         // [kWarps][kRows]: running max (base 2)
   float* pl = pm + kWarps * kRows;             // [kWarps][kRows]: sum
   float l_a = l_run[0], l_b = l_run[1];
@@ -192,6 +315,14 @@ __global__ void __launch_bounds__(kThreads)
     pw[(g + 8) * D + col + 1] = o[nd][3];
   }
   __syncthreads();
+  // Splits with keys: all of them for the fused kernel (it returned for the empty ones), so with one such
+  // split the block writes the output itself.
+  const int live = kFused ? (len + chunk - 1) / chunk : n_splits;
+  bf16* out = kFused ? direct_out : nullptr;
+  const bf16* gate = kFused ? static_cast<const bf16*>(f.gate) : nullptr;
+  auto store_out = [&](int64_t i, float v) {
+    out[i] = __float2bfloat16_rn(gate == nullptr ? v : RoundBf16(v) * SigmoidF(__bfloat162float(gate[i])));
+  };
   for (int i = tid; i < group * d; i += kThreads) {
     const int r = i / d, c = i - r * d;
     float m = -INFINITY;
@@ -200,29 +331,114 @@ __global__ void __launch_bounds__(kThreads)
     float l = 0, acc = 0;
 #pragma unroll
     for (int w = 0; w < kWarps; ++w) {
-      const float f = exp2f(pm[w * kRows + r] - m);  // 0 for a warp whose keys were all masked
-      l += pl[w * kRows + r] * f;
-      acc += po[(w * kRows + r) * D + c] * f;
+      const float e = exp2f(pm[w * kRows + r] - m);  // 0 for a warp whose keys were all masked
+      l += pl[w * kRows + r] * e;
+      acc += po[(w * kRows + r) * D + c] * e;
     }
-    if (direct_out != nullptr) {  // a single split: the final output
+    if (kFused && live == 1) {
+      store_out((head0 + r) * d + c, l > 0.0f ? acc / l : 0.0f);
+    } else if (direct_out != nullptr && !kFused) {  // a single split: the final output
       direct_out[(head0 + r) * d + c] = __float2bfloat16_rn(l > 0.0f ? acc / l : 0.0f);
     } else {
       ws_o[((head0 + r) * n_splits + split) * d + c] = acc;
       if (c == 0) {  // the combine kernel's max is in natural-log units: exp(s - m) = 2^(s log2(e) - m / ln 2)
-        ws_ml[((head0 + r) * n_splits + split) * 2] = m * 0.6931471805599453f;
+        ws_ml[((head0 + r) * n_splits + split) * 2] = kFused ? m : m * 0.6931471805599453f;
         ws_ml[((head0 + r) * n_splits + split) * 2 + 1] = l;
+      }
+    }
+  }
+  if constexpr (kFused) {
+    if (live > 1) {  // the last of the token's and KV head's splits to finish merges them
+      __shared__ int elected;
+      __threadfence();
+      __syncthreads();
+      if (tid == 0) elected = atomicAdd(f.counter + t * hkv + kvh, 1) == live - 1;
+      __syncthreads();
+      if (!elected) return;
+      __threadfence();
+      float* wf = po;  // [group][live] each split's weight, then [group] 1 / l (base-2 maxima)
+      if (tid < group) {
+        const float* ml = ws_ml + (head0 + tid) * n_splits * 2;
+        float m = -INFINITY;
+        for (int sp = 0; sp < live; ++sp) m = fmaxf(m, __ldcg(ml + 2 * sp));
+        float l = 0;
+        for (int sp = 0; sp < live; ++sp) {
+          const float e = exp2f(__ldcg(ml + 2 * sp) - m);
+          wf[tid * live + sp] = e;
+          l += __ldcg(ml + 2 * sp + 1) * e;
+        }
+        wf[group * live + tid] = l > 0.0f ? 1.0f / l : 0.0f;
+      }
+      __syncthreads();
+      for (int i = tid; i < group * d; i += kThreads) {
+        const int r = i / d, c = i - r * d;
+        const float* o = ws_o + (head0 + r) * n_splits * d + c;
+        float acc = 0;
+#pragma unroll 8
+        for (int sp = 0; sp < live; ++sp) acc += wf[r * live + sp] * __ldcg(o + static_cast<int64_t>(sp) * d);
+        store_out((head0 + r) * d + c, acc * wf[group * live + r]);
+      }
+      if (tid == 0) f.counter[t * hkv + kvh] = 0;
+    }
+    // Every split has read q: the prepared rows go back in place.
+    if (PrepChangesRow(f.prep.t[0])) {
+      bf16* xq = static_cast<bf16*>(f.prep.t[0].x);
+      for (int i = tid; i < group * d; i += kThreads) {
+        const int r = i / d, c = i - r * d;
+        xq[(head0 + r) * d + c] = qs[r * kStride + c];
       }
     }
   }
 }
 
-template <int D>
+template <int D, bool kFused>
 void Launch(cudaStream_t s, DeviceLayout layout, KvCacheView kv, const void* q, int32_t n_heads, float scale,
-            int32_t n_splits, float* ws_o, float* ws_ml, void* direct_out) {
+            int32_t n_splits, float* ws_o, float* ws_ml, void* direct_out, const DecodeAttentionFusion& f) {
   dim3 grid(static_cast<unsigned>(layout.n_tokens), static_cast<unsigned>(kv.n_kv_heads),
             static_cast<unsigned>(n_splits));
-  LaunchDependent(DecodeMmaKernel<D>, grid, kThreads, SmemBytes<D>(), s, layout, kv, static_cast<const bf16*>(q),
-                  n_heads, scale * 1.4426950408889634f, n_splits, ws_o, ws_ml, static_cast<bf16*>(direct_out));
+  // Just the shared memory of the blocks per SM that the grid takes in one wave: the GEMVs after the
+  // attention start on its SMs before they drain, with the L1 it leaves them.
+  constexpr size_t kSmem = kFused ? FusedSmemBytes<D>() : SmemBytes<D>();
+  int device = 0, sms = 1;
+  INFX_CUDA_CHECK(cudaGetDevice(&device));
+  INFX_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const int64_t blocks = int64_t{grid.x} * grid.y * grid.z;
+  const int carveout = SharedCarveoutPercent(DecodeMmaKernel<D, kFused>, kSmem, (blocks + sms - 1) / sms);
+  LaunchDependentWithCarveout(carveout, DecodeMmaKernel<D, kFused>, grid, kThreads, kSmem, s, layout, kv,
+                              static_cast<const bf16*>(q), n_heads, scale * 1.4426950408889634f, n_splits, ws_o, ws_ml,
+                              static_cast<bf16*>(direct_out), f);
+}
+
+// The kernel for this head_dim (64, 128 or 256 wide).
+template <bool kFused>
+void LaunchFor(cudaStream_t s, DeviceLayout layout, KvCacheView kv, const void* q, int32_t n_heads, float scale,
+               int32_t n_splits, float* ws_o, float* ws_ml, void* direct_out, const DecodeAttentionFusion& f) {
+  if (kv.head_dim <= 64) {
+    Launch<64, kFused>(s, layout, kv, q, n_heads, scale, n_splits, ws_o, ws_ml, direct_out, f);
+  } else if (kv.head_dim <= 128) {
+    Launch<128, kFused>(s, layout, kv, q, n_heads, scale, n_splits, ws_o, ws_ml, direct_out, f);
+  } else {
+    Launch<256, kFused>(s, layout, kv, q, n_heads, scale, n_splits, ws_o, ws_ml, direct_out, f);
+  }
+}
+
+template <int D>
+void Configure(size_t max_smem_optin) {
+  if (SmemBytes<D>() <= max_smem_optin)
+    INFX_CUDA_CHECK(cudaFuncSetAttribute(DecodeMmaKernel<D, false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         static_cast<int>(SmemBytes<D>())));
+  if (FusedSmemBytes<D>() <= max_smem_optin)
+    INFX_CUDA_CHECK(cudaFuncSetAttribute(DecodeMmaKernel<D, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         static_cast<int>(FusedSmemBytes<D>())));
+}
+
+// Blocks of the kernel (plain and fused: the fewer) resident at once.
+template <int D>
+int64_t Residency() {
+  constexpr int64_t kAny = int64_t{1} << 40;
+  const int64_t plain = PersistentBlocks(DecodeMmaKernel<D, false>, kThreads, SmemBytes<D>(), kAny);
+  const int64_t fused = PersistentBlocks(DecodeMmaKernel<D, true>, kThreads, FusedSmemBytes<D>(), kAny);
+  return std::max<int64_t>(1, std::min(plain, fused));
 }
 
 }  // namespace
@@ -233,12 +449,24 @@ bool AttentionDecodeMmaFits(int group, int head_dim, size_t max_smem_optin) {
   return need <= max_smem_optin;
 }
 
+bool AttentionDecodeFusedFits(int group, int head_dim, int n_splits, size_t max_smem_optin) {
+  if (!AttentionDecodeMmaFits(group, head_dim, max_smem_optin) || n_splits < 1) return false;
+  // The last split's merge keeps each split's weight per query head in the bytes after Q.
+  const size_t weights = size_t{kRows} * (static_cast<size_t>(n_splits) + 1) * sizeof(float);
+  auto fits = [&](auto dc) {
+    constexpr int D = decltype(dc)::value;
+    return FusedSmemBytes<D>() <= max_smem_optin && QBytes<D>() + weights <= SmemBytes<D>();
+  };
+  if (head_dim <= 64) return fits(std::integral_constant<int, 64>{});
+  if (head_dim <= 128) return fits(std::integral_constant<int, 128>{});
+  return fits(std::integral_constant<int, 256>{});
+}
+
 DecodeMmaResidency AttentionDecodeMmaResidency() {
-  constexpr int64_t kAny = int64_t{1} << 40;
   DecodeMmaResidency r;
-  r.blocks[0] = PersistentBlocks(DecodeMmaKernel<64>, kThreads, SmemBytes<64>(), kAny);
-  r.blocks[1] = PersistentBlocks(DecodeMmaKernel<128>, kThreads, SmemBytes<128>(), kAny);
-  r.blocks[2] = PersistentBlocks(DecodeMmaKernel<256>, kThreads, SmemBytes<256>(), kAny);
+  r.blocks[0] = Residency<64>();
+  r.blocks[1] = Residency<128>();
+  r.blocks[2] = Residency<256>();
   return r;
 }
 
@@ -246,24 +474,24 @@ void LaunchAttentionDecodeMma(cudaStream_t s, DeviceLayout layout, KvCacheView k
                               float scale, int32_t n_splits, float* ws_o, float* ws_ml, void* direct_out) {
   if (layout.n_tokens == 0) return;
   INFX_CHECK((n_splits == 1) == (direct_out != nullptr) && n_heads / kv.n_kv_heads <= kRows);
-  if (kv.head_dim <= 64) {
-    Launch<64>(s, layout, kv, q, n_heads, scale, n_splits, ws_o, ws_ml, direct_out);
-  } else if (kv.head_dim <= 128) {
-    Launch<128>(s, layout, kv, q, n_heads, scale, n_splits, ws_o, ws_ml, direct_out);
-  } else {
-    Launch<256>(s, layout, kv, q, n_heads, scale, n_splits, ws_o, ws_ml, direct_out);
-  }
+  LaunchFor<false>(s, layout, kv, q, n_heads, scale, n_splits, ws_o, ws_ml, direct_out, DecodeAttentionFusion{});
+  INFX_CUDA_CHECK_LAUNCH();
+}
+
+void LaunchAttentionDecodeFused(cudaStream_t s, DeviceLayout layout, KvCacheView kv, int32_t n_heads, float scale,
+                                int32_t n_splits, float* ws_o, float* ws_ml, void* out, DecodeAttentionFusion f) {
+  if (layout.n_tokens == 0) return;
+  INFX_CHECK(out != nullptr && (n_splits == 1 || (ws_o != nullptr && ws_ml != nullptr && f.counter != nullptr)) &&
+             n_heads / kv.n_kv_heads <= kRows && f.prep.head_dim == kv.head_dim && f.prep.n_tensors == 3 &&
+             layout.max_seq_tokens == 1);
+  LaunchFor<true>(s, layout, kv, f.prep.t[0].x, n_heads, scale, n_splits, ws_o, ws_ml, out, f);
   INFX_CUDA_CHECK_LAUNCH();
 }
 
 void ConfigureAttentionDecodeMma(size_t max_smem_optin) {
-  INFX_CUDA_CHECK(cudaFuncSetAttribute(DecodeMmaKernel<64>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       static_cast<int>(SmemBytes<64>())));
-  INFX_CUDA_CHECK(cudaFuncSetAttribute(DecodeMmaKernel<128>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       static_cast<int>(SmemBytes<128>())));
-  if (SmemBytes<256>() <= max_smem_optin)
-    INFX_CUDA_CHECK(cudaFuncSetAttribute(DecodeMmaKernel<256>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         static_cast<int>(SmemBytes<256>())));
+  Configure<64>(max_smem_optin);
+  Configure<128>(max_smem_optin);
+  Configure<256>(max_smem_optin);
 }
 
 }  // namespace infernix::cuda

@@ -96,13 +96,15 @@ TEST(CudaAttention, OutputGateAfterTheAttention) {
 }
 
 // Attention after the q/k norms and RoPE, as the models call them (on the GPU: one kernel prepares q, k and
-// v and appends k and v to the cache, kv_cache.cu). The prepared q and k (written back in place), the output
-// and the next steps (which read the cached rows) must match the CPU, for a decode split over the context
-// (combined after) and for one of a single split.
+// v and appends k and v to the cache, kv_cache.cu; at decode, when every sequence has one new token, the
+// attention kernel itself prepares them and merges its splits, attention_decode_mma.cu). The prepared q and
+// k (written back in place), the output (times the sigmoid of an output gate when gated) and the next
+// steps (which read the cached rows) must match the CPU, for a decode split over the context and for one
+// of a single split.
 void RunPreparedSteps(Heads h, int max_slots, const std::vector<std::vector<std::array<int64_t, 3>>>& steps,
-                      uint64_t seed) {
+                      uint64_t seed, int64_t max_context = 1024, bool gated = false) {
   Rig rig;
-  const StateSpec spec = Spec(h, max_slots, 1024, 1);
+  const StateSpec spec = Spec(h, max_slots, max_context, 1);
   auto cs = rig.cpu.CreateState(spec);
   auto gs = rig.gpu.CreateState(spec);
   const float scale = 1.0f / std::sqrt(static_cast<float>(h.d));
@@ -119,6 +121,7 @@ void RunPreparedSteps(Heads h, int max_slots, const std::vector<std::vector<std:
     auto k = rig.Act({n, h.hkv, h.d}, Rand(n * h.hkv * h.d, seed + 3 * i + 3, -2, 2));
     auto v = rig.Act({n, h.hkv, h.d}, Rand(n * h.hkv * h.d, seed + 3 * i + 4, -2, 2));
     auto out = rig.Out({n, h.hq, h.d});
+    auto gate = rig.Act({n, h.hq * h.d}, Rand(n * h.hq * h.d, seed + 3 * i + 5, -4, 4));
     auto run = [&](Backend& be, SequenceState& st, Tensor Pair::*side) {
       Tensor qt = q.*side, kt = k.*side;
       be.RmsNorm(qt.Reshaped({n * h.hq, h.d}), qn.*side, 1e-6f, false, qt.Reshaped({n * h.hq, h.d}));
@@ -126,11 +129,16 @@ void RunPreparedSteps(Heads h, int max_slots, const std::vector<std::vector<std:
       be.Rope(qt, layout, inv_freq.*side, 1.0f);
       be.Rope(kt, layout, inv_freq.*side, 1.0f);
       be.Attention(qt, kt, v.*side, st, 0, layout, scale, out.*side);
+      if (gated) {
+        const Shape flat{n, h.hq * h.d};
+        be.SigmoidMul((out.*side).Reshaped(flat), gate.*side, (out.*side).Reshaped(flat));
+      }
       st.Advance(layout);
     };
     run(rig.cpu, *cs, &Pair::cpu);
     run(rig.gpu, *gs, &Pair::gpu);
-    const std::string what = fmt::format("hq={} hkv={} d={} step {} ({} tokens)", h.hq, h.hkv, h.d, i, n);
+    const std::string what =
+        fmt::format("hq={} hkv={} d={} gated={} step {} ({} tokens)", h.hq, h.hkv, h.d, gated, i, n);
     ExpectClose(rig.Gpu(q.gpu), Rig::Cpu(q.cpu), 4e-3, 1e-2, "prepared q " + what);
     ExpectClose(rig.Gpu(k.gpu), Rig::Cpu(k.cpu), 4e-3, 1e-2, "prepared k " + what);
     ExpectClose(rig.Gpu(out.gpu), Rig::Cpu(out.cpu), 1e-2, 3e-2, "attention of prepared inputs " + what);
@@ -149,6 +157,17 @@ TEST(CudaAttention, PreparedInputsAndTheCacheRowsTheyLeave) {
     second.push_back({s, 1, 1});
   }
   RunPreparedSteps(Heads{16, 8, 64}, 48, {first, second}, 2100);
+}
+
+// Decode after a long prefill, so that the context spreads over many splits that the last one to finish
+// merges; Qwen3-8B's heads, and Qwen3-Next's gated attention (partial RoPE, head_dim 256, output gate).
+TEST(CudaAttention, PreparedDecodeMergesManySplits) {
+  INFX_REQUIRE_GPU();
+  const std::vector<std::vector<std::array<int64_t, 3>>> steps = {
+      {{0, 3000, 0}}, {{0, 1, 3000}}, {{0, 1, 3001}, {1, 1, 0}}, {{0, 1, 3002}, {1, 1, 1}}};
+  RunPreparedSteps(Heads{32, 8, 128}, 2, steps, 2200, 4096);
+  RunPreparedSteps(Heads{16, 2, 256}, 2, steps, 2300, 4096, /*gated=*/true);
+  RunPreparedSteps(Heads{8, 2, 64}, 2, steps, 2400, 4096, /*gated=*/true);
 }
 
 TEST(CudaAttention, LongContextDecodeSplitsTheSequence) {

@@ -92,6 +92,9 @@ CudaBackend::CudaBackend(const CudaOptions& options)
   gdn_sums_ = cuda::DeviceBuffer(cuda::kGdnFusedMaxRows * 32 * sizeof(float), "DeltaNet norm sums");
   gdn_counter_ = cuda::DeviceBuffer(cuda::kGdnFusedMaxRows * sizeof(int32_t), "DeltaNet norm counters");
   INFX_CUDA_CHECK(cudaMemset(gdn_counter_.data(), 0, gdn_counter_.size_bytes()));
+  attention_counter_ =
+      cuda::DeviceBuffer(cuda::kAttentionFusedMaxCounters * sizeof(int32_t), "decode attention split counters");
+  INFX_CUDA_CHECK(cudaMemset(attention_counter_.data(), 0, attention_counter_.size_bytes()));
   for (auto& e : staging_done_) INFX_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
 }
 
@@ -157,6 +160,7 @@ void CudaBackend::FlushPending() {
                        static_cast<const void*>(nullptr), c.out.data);
       break;
     }
+    case Pending::kAttention: LaunchHeldAttention(nullptr); break;
     case Pending::kMoe: {
       const PendingMoe& m = pending_moe_;
       recorder_.Launch(cuda::LaunchMoeGemv, m.x, m.weights, m.ids, m.shared_logit, m.n, m.top_k, m.table, m.act,

@@ -168,8 +168,9 @@ class CudaBackend final : public Backend {
   // delta rule with the gates fused in (cuda::GdnDecodeFusion), held for the gated RMSNorm that may follow.
   // kMoe: a decode step's bf16 experts (moe_gemv.cu), held for the residual add and the norm that may follow
   // (its down kernel's epilogue, cuda::GemvResidual).
-  // kCombine: split decode attention's combine, held for the output gate's SigmoidMul (gated attention).
-  enum class Pending { kNone, kAdd, kHeads, kNorm, kGates, kDeltaRule, kMoe, kCombine };
+  // kCombine: split decode attention's combine, held for the output gate's SigmoidMul (gated attention);
+  // kAttention: a decode step's fused attention (cuda::DecodeAttentionFusion), held for the same.
+  enum class Pending { kNone, kAdd, kHeads, kNorm, kGates, kDeltaRule, kMoe, kCombine, kAttention };
   struct PendingHead {  // an in-place per-head RMSNorm, maybe followed by RoPE
     Tensor x, w;
     float eps = 0, w_offset = 0;
@@ -239,6 +240,18 @@ class CudaBackend final : public Backend {
     Tensor out;
   };
   PendingCombine pending_combine_;
+  struct PendingAttention {  // kAttention: LaunchAttentionDecodeFused's arguments
+    cuda::DeviceLayout layout{};
+    cuda::KvCacheView kv{};
+    int32_t heads = 0, splits = 0;
+    float scale = 0;
+    float* ws_o = nullptr;
+    float* ws_ml = nullptr;
+    Tensor out;
+    cuda::DecodeAttentionFusion fusion{};
+  };
+  PendingAttention pending_attention_;
+  void LaunchHeldAttention(const void* gate);
   // Holds LaunchMoeGemv (m.res empty) as Pending::kMoe.
   void HoldMoe(const PendingMoe& m);
   // Launches the held delta rule with its gates (and, when norm is set, the gated norm).
@@ -255,6 +268,9 @@ class CudaBackend final : public Backend {
   // The fused DeltaNet decode's gated norm (cuda::GdnDecodeFusion): sums of squares per (row, column block)
   // and a zero-initialised counter per row.
   cuda::DeviceBuffer gdn_sums_, gdn_counter_;
+  // Zero-initialised ints through which the splits of the fused decode attention elect the one that merges
+  // them, one per (token, KV head) (cuda::DecodeAttentionFusion).
+  cuda::DeviceBuffer attention_counter_;
 };
 
 }  // namespace infernix

@@ -362,7 +362,21 @@ void CudaBackend::SigmoidMul(const Tensor& x, const Tensor& gate, Tensor out) {
                      static_cast<const void*>(gate.data), c.out.data);
     return;
   }
+  const PendingAttention& a = pending_attention_;
+  if (pending_ == Pending::kAttention && x.data == a.out.data && out.data == x.data && x.numel() == a.out.numel() &&
+      x.dtype == DType::kBF16 && Disjoint(gate, x)) {
+    LaunchHeldAttention(gate.data);  // the fused attention multiplies as it writes
+    return;
+  }
   Enqueue(cuda::LaunchBinary, static_cast<int>(cuda::kOpSigmoidMul), Dt(x), x.data, gate.data, out.data, x.numel());
+}
+
+void CudaBackend::LaunchHeldAttention(const void* gate) {
+  pending_ = Pending::kNone;
+  PendingAttention& a = pending_attention_;
+  a.fusion.gate = gate;
+  recorder_.Launch(cuda::LaunchAttentionDecodeFused, a.layout, a.kv, a.heads, a.scale, a.splits, a.ws_o, a.ws_ml,
+                   a.out.data, a.fusion);
 }
 
 void CudaBackend::AddSigmoidGated(Tensor acc, const Tensor& x, const Tensor& gate_logit) {
@@ -431,8 +445,8 @@ void CudaBackend::Attention(const Tensor& q, const Tensor& k, const Tensor& v, S
                     pending_heads_[0].half == pending_heads_[1].half &&
                     pending_heads_[0].rope_scale == pending_heads_[1].rope_scale &&
                     pending_heads_[0].layout.token_pos == dl.token_pos && d <= 256;
-  if (prep) {  // q/k norms, RoPE and the cache append in one launch
-    cuda::QkvPrep p{};
+  cuda::QkvPrep p{};  // with prep: q/k norms, RoPE and the cache append in one launch
+  if (prep) {
     const Tensor* xs[3] = {&q, &k, &v};
     for (int i = 0; i < 3; ++i) {
       cuda::HeadPrep& t = p.t[i];
@@ -455,14 +469,20 @@ void CudaBackend::Attention(const Tensor& q, const Tensor& k, const Tensor& v, S
     p.n_tensors = 3;
     pending_ = Pending::kNone;
     pending_heads_.clear();
-    recorder_.Launch(cuda::LaunchQkvPrep, dl, kv, p);
-  } else {
-    Enqueue(cuda::LaunchKvAppend, dl, kv, k.data, v.data);
   }
+  // The inputs' preparation (or the plain cache append) as a kernel of its own, before the attention.
+  auto prepare = [&] {
+    if (prep) {
+      recorder_.Launch(cuda::LaunchQkvPrep, dl, kv, p);
+    } else {
+      Enqueue(cuda::LaunchKvAppend, dl, kv, k.data, v.data);
+    }
+  };
   bool flash = cuda::FlashAttentionFits(static_cast<int>(d), smem_optin_) &&
                (options_.attention == CudaOptions::Attention::kFlash ||
                 (options_.attention == CudaOptions::Attention::kAuto && dl.max_seq_tokens > 16));
   if (flash) {
+    prepare();
     Enqueue(cuda::LaunchAttentionFlash, dl, kv, q.data, static_cast<int32_t>(hq), scale, out.data);
     return;
   }
@@ -483,6 +503,33 @@ void CudaBackend::Attention(const Tensor& q, const Tensor& k, const Tensor& v, S
   const int64_t splits = std::clamp<int64_t>(
       target_blocks < two_per_sm ? target_blocks / (n * hkv) : (target_blocks + n * hkv - 1) / (n * hkv), 1,
       max_splits);
+  // Fused up to head_dim 128: at 256 (Qwen3-Next: one block per SM, three pages staged) the fused kernel
+  // measured slower (batch-1 GPU time per step +4%, docs/performance.md).
+  if (prep && mma && options_.fuse && d <= 128 && dl.max_seq_tokens == 1 &&
+      n * hkv <= cuda::kAttentionFusedMaxCounters &&
+      cuda::AttentionDecodeFusedFits(group, static_cast<int>(d), static_cast<int>(splits), smem_optin_)) {
+    // A decode step: the preparation and the merge of the splits join the attention kernel, which is held
+    // (Pending::kAttention) for the gated attention's SigmoidMul of its output.
+    FlushGemv();
+    FlushPending();
+    PendingAttention& a = pending_attention_;
+    a = PendingAttention{};
+    a.layout = dl;
+    a.kv = kv;
+    a.heads = static_cast<int32_t>(hq);
+    a.scale = scale;
+    a.splits = static_cast<int32_t>(splits);
+    if (splits > 1) {
+      a.ws_o = Scratch(DType::kF32, {n, hq, splits, d}).as<float>();
+      a.ws_ml = Scratch(DType::kF32, {n, hq, splits, 2}).as<float>();
+    }
+    a.out = out;
+    a.fusion.prep = p;
+    a.fusion.counter = static_cast<int32_t*>(attention_counter_.data());
+    pending_ = Pending::kAttention;
+    return;
+  }
+  prepare();
   const auto split_kernel = mma ? cuda::LaunchAttentionDecodeMma : cuda::LaunchAttentionSplit;
   if (splits == 1) {  // the split kernel writes the output itself
     Enqueue(split_kernel, dl, kv, q.data, static_cast<int32_t>(hq), scale, 1, static_cast<float*>(nullptr),

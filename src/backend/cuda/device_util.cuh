@@ -243,11 +243,33 @@ unsigned PersistentBlocks(void (*kernel)(Params...), int threads, size_t smem, i
   return static_cast<unsigned>(std::min<int64_t>(tiles, std::max(1, per_sm) * static_cast<int64_t>(sms)));
 }
 
+// The shared-memory carveout (percent of an SM's shared memory) that holds just `blocks_per_sm` blocks of
+// `kernel` with `smem` bytes of dynamic shared memory each, the rest of the SM's unified L1 / shared memory
+// staying L1. Without one the driver splits it for the kernel's highest occupancy, and an SM changes the
+// split only when idle: the kernels launched after it as programmatic dependents start on SMs split that
+// way, and the decode GEMVs, whose weight loads in flight land in L1, then stream more slowly
+// (docs/cuda.md: the decode attention).
+template <typename... Params>
+int SharedCarveoutPercent(void (*kernel)(Params...), size_t smem, int64_t blocks_per_sm) {
+  int device = 0, per_sm = 0, reserved = 0;
+  INFX_CUDA_CHECK(cudaGetDevice(&device));
+  INFX_CUDA_CHECK(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
+  INFX_CUDA_CHECK(cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, device));
+  cudaFuncAttributes attr{};
+  INFX_CUDA_CHECK(cudaFuncGetAttributes(&attr, kernel));
+  const size_t need = static_cast<size_t>(std::max<int64_t>(1, blocks_per_sm)) *
+                      (attr.sharedSizeBytes + smem + static_cast<size_t>(reserved));
+  const size_t total = static_cast<size_t>(std::max(1, per_sm));
+  return static_cast<int>(std::min<size_t>(100, (need * 100 + total - 1) / total));
+}
+
 // Launches `kernel` as a programmatic dependent of the stream's previous kernel (sm_90 and later): it may
 // start while that kernel finishes, so its launch latency and its independent prologue overlap the
 // other's tail. The kernel must call WaitForPrevious (above). A plain launch on older GPUs.
+// With carveout >= 0, the launch also asks for that shared-memory carveout (SharedCarveoutPercent).
 template <typename... Params, typename... Args>
-void LaunchDependent(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t s, Args... args) {
+void LaunchDependentWithCarveout(int carveout, void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem,
+                                 cudaStream_t s, Args... args) {
   int device = 0, major = 0;
   INFX_CUDA_CHECK(cudaGetDevice(&device));
   INFX_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
@@ -256,14 +278,20 @@ void LaunchDependent(void (*kernel)(Params...), dim3 grid, dim3 block, size_t sm
   cfg.blockDim = block;
   cfg.dynamicSmemBytes = smem;
   cfg.stream = s;
-  cudaLaunchAttribute attr{};
-  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchAttribute attr[2]{};
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  attr[1].id = cudaLaunchAttributePreferredSharedMemoryCarveout;
+  attr[1].val.sharedMemCarveout = static_cast<unsigned>(std::max(0, carveout));
   if (major >= 9) {
-    cfg.attrs = &attr;
-    cfg.numAttrs = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = carveout >= 0 ? 2 : 1;
   }
   INFX_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, static_cast<Params>(args)...));
+}
+template <typename... Params, typename... Args>
+void LaunchDependent(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t s, Args... args) {
+  LaunchDependentWithCarveout(-1, kernel, grid, block, smem, s, args...);
 }
 
 // 8 consecutive weights (any float dtype) as f32; the bf16 path needs 16-byte alignment of w + i.

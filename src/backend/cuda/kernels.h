@@ -276,6 +276,26 @@ struct DecodeMmaResidency {
 DecodeMmaResidency AttentionDecodeMmaResidency();
 void LaunchAttentionDecodeMma(cudaStream_t s, DeviceLayout layout, KvCacheView kv, const void* q, int32_t n_heads,
                               float scale, int32_t n_splits, float* ws_o, float* ws_ml, void* direct_out);
+// The decode attention of a step in which every sequence has exactly one new token (layout.max_seq_tokens
+// == 1), on the tensor-core kernel with what would otherwise be a kernel before it and one after it: each
+// block prepares its query heads from q as prep.t[0] says (the QkvPrep of q, k, v = t[0], t[1], t[2]);
+// the block whose chunk holds the new token prepares its key and value (k and v written back and appended
+// to the cache as LaunchQkvPrep would); and the splits' partial results are merged by the last block of
+// each (token, KV head) to finish, which also writes the prepared q back. Keys before the new one are
+// staged before the kernel waits for the previous one: earlier forwards wrote them. out gets the output
+// (times sigmoid(gate) when gate is set, as LaunchAttentionCombine); ws_o / ws_ml as LaunchAttentionDecodeMma's
+// (unused when n_splits == 1); counter: n_tokens * n_kv_heads zero ints, left at zero. Needs
+// AttentionDecodeFusedFits.
+struct DecodeAttentionFusion {
+  QkvPrep prep;
+  const void* gate = nullptr;
+  int32_t* counter = nullptr;
+  int32_t min_pages = 4;  // KV pages per split at least (a short context takes fewer splits to merge)
+};
+constexpr int64_t kAttentionFusedMaxCounters = 8192;
+bool AttentionDecodeFusedFits(int group, int head_dim, int n_splits, size_t max_smem_optin);
+void LaunchAttentionDecodeFused(cudaStream_t s, DeviceLayout layout, KvCacheView kv, int32_t n_heads, float scale,
+                                int32_t n_splits, float* ws_o, float* ws_ml, void* out, DecodeAttentionFusion f);
 // out [n_tokens, n_heads, head_dim] (bf16) from the partial results; with gate (bf16, out's shape) set, out *
 // sigmoid(gate) (the gated attention's output gate, SigmoidMul's rounding).
 void LaunchAttentionCombine(cudaStream_t s, int32_t n_tokens, int32_t n_heads, int32_t head_dim, int32_t n_splits,

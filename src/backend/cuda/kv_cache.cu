@@ -1,7 +1,7 @@
 // Appends a batch's keys and values to the paged KV cache: token t of sequence s goes to page
 // page_table[slot(s)][pos / kPageSize], row pos % kPageSize, of its KV head. Also the fused
 // preparation of a layer's attention inputs (q/k RMSNorm, RoPE, cache append) in one launch.
-#include "backend/cuda/device_util.cuh"
+#include "backend/cuda/qkv_prep.cuh"
 
 namespace infernix::cuda {
 namespace {
@@ -20,42 +20,9 @@ __global__ void KvAppendKernel(DeviceLayout layout, KvCacheView kv, const bf16* 
   }
 }
 
-// By one warp: the head row x [p.head_dim] (bf16) of the token at position pos, prepared as hp says, into
-// row (f32, shared memory; every value a bf16).
-__device__ inline void PrepHeadRow(const HeadPrep& hp, const QkvPrep& p, int pos, const bf16* x, float* row, int lane) {
-  const int d = p.head_dim;
-  float ss = 0;
-  for (int i = lane; i < d; i += 32) {
-    const float v = __bfloat162float(x[i]);
-    row[i] = v;
-    ss += v * v;
-  }
-  if (hp.norm_w != nullptr) {
-    const float inv = RmsInv(WarpSum(ss), d, hp.eps);
-    for (int i = lane; i < d; i += 32)
-      row[i] = RoundBf16(RmsScale(row[i], inv, LoadF(hp.norm_w, hp.w_dtype, i), hp.w_offset));
-  }
-  __syncwarp();
-  if (hp.rope) {
-    for (int i = lane; i < p.half; i += 32) {
-      float sn, cs;
-      sincosf(static_cast<float>(pos) * p.inv_freq[i], &sn, &cs);
-      cs *= p.rope_scale;
-      sn *= p.rope_scale;
-      const float a = row[i], c = row[i + p.half];
-      row[i] = RoundBf16(a * cs - c * sn);
-      row[i + p.half] = RoundBf16(c * cs + a * sn);
-    }
-    __syncwarp();
-  }
-}
-
-// The cache row (K pages for hp.cache == 1, V pages for 2) of KV head h at the position of token t.
+// The cache row (K pages for cache == 1, V pages for 2) of KV head h at the position of token t.
 __device__ inline bf16* CacheRow(const DeviceLayout& layout, const KvCacheView& kv, int cache, int t, int h) {
-  const int seq = layout.token_seq[t], slot = layout.seq_info[seq * 4], pos = layout.token_pos[t];
-  const int page = kv.page_table[static_cast<int64_t>(slot) * kv.pages_per_slot + pos / kPageSize];
-  return static_cast<bf16*>(cache == 1 ? kv.k_pages : kv.v_pages) +
-         ((static_cast<int64_t>(page) * kv.n_kv_heads + h) * kPageSize + pos % kPageSize) * kv.head_dim;
+  return CacheRowAt(kv, cache, layout.seq_info[layout.token_seq[t] * 4], layout.token_pos[t], h);
 }
 
 // By one warp, after PrepHeadRow: the row stored back to x when the preparation changed it, and to the cache
@@ -63,7 +30,7 @@ __device__ inline bf16* CacheRow(const DeviceLayout& layout, const KvCacheView& 
 __device__ inline void StoreHeadRow(const HeadPrep& hp, int d, const float* row, bf16* x, bf16* cache, int lane) {
   for (int i = lane; i < d; i += 32) {
     const bf16 v = __float2bfloat16_rn(row[i]);
-    if (hp.norm_w != nullptr || hp.rope) x[i] = v;
+    if (PrepChangesRow(hp)) x[i] = v;
     if (cache != nullptr) cache[i] = v;
   }
 }
