@@ -245,10 +245,10 @@ unsigned PersistentBlocks(void (*kernel)(Params...), int threads, size_t smem, i
 
 // The shared-memory carveout (percent of an SM's shared memory) that holds just `blocks_per_sm` blocks of
 // `kernel` with `smem` bytes of dynamic shared memory each, the rest of the SM's unified L1 / shared memory
-// staying L1. Without one the driver splits it for the kernel's highest occupancy, and an SM changes the
-// split only when idle: the kernels launched after it as programmatic dependents start on SMs split that
-// way, and the decode GEMVs, whose weight loads in flight land in L1, then stream more slowly
-// (docs/cuda.md: the decode attention).
+// staying L1. Without one the driver splits it for the kernel's highest occupancy, and (as the
+// measurements read) an SM changes the split only when idle: the kernels launched after it as programmatic
+// dependents start on SMs split that way, and the decode GEMVs, whose weight loads in flight land in L1,
+// then stream more slowly (docs/cuda.md: the decode attention).
 template <typename... Params>
 int SharedCarveoutPercent(void (*kernel)(Params...), size_t smem, int64_t blocks_per_sm) {
   int device = 0, per_sm = 0, reserved = 0;
@@ -266,7 +266,8 @@ int SharedCarveoutPercent(void (*kernel)(Params...), size_t smem, int64_t blocks
 // Launches `kernel` as a programmatic dependent of the stream's previous kernel (sm_90 and later): it may
 // start while that kernel finishes, so its launch latency and its independent prologue overlap the
 // other's tail. The kernel must call WaitForPrevious (above). A plain launch on older GPUs.
-// With carveout >= 0, the launch also asks for that shared-memory carveout (SharedCarveoutPercent).
+// With carveout >= 0, the launch also asks for that shared-memory carveout (SharedCarveoutPercent; sm_90
+// and later, where launches overlap: before, every SM drains between kernels).
 template <typename... Params, typename... Args>
 void LaunchDependentWithCarveout(int carveout, void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem,
                                  cudaStream_t s, Args... args) {
