@@ -160,7 +160,9 @@ TEST(CudaAttention, PreparedInputsAndTheCacheRowsTheyLeave) {
 }
 
 // Decode after a long prefill, so that the context spreads over many splits that the last one to finish
-// merges; Qwen3-8B's heads, and Qwen3-Next's gated attention (partial RoPE, head_dim 256, output gate).
+// merges (the fused kernel, up to head_dim 128): Qwen3-8B's heads, and a gated attention at head_dim 64
+// (partial RoPE, output gate). Qwen3-Next's gated attention (head_dim 256) takes the unfused kernels, whose
+// prep and combine then run over the same steps.
 TEST(CudaAttention, PreparedDecodeMergesManySplits) {
   INFX_REQUIRE_GPU();
   const std::vector<std::vector<std::array<int64_t, 3>>> steps = {
