@@ -227,14 +227,20 @@ void Run(const BenchOptions& o) {
       double t = Seconds(t0, std::chrono::steady_clock::now());
       if (std::optional<BackendCounters> after = ReadBackendCounters(*backend); before && after) {
         int64_t timed = after->units_timed - before->units_timed;
+        // Host time per step: launching (the recorder's flushes), waiting in the logits' copy (the device's
+        // step and the copy), and the rest, queuing the step's ops (the model's forward pass on the host).
+        const double us = 1e3 / static_cast<double>(o.n_gen);
+        const double launch_us = (after->host_flush_ms - before->host_flush_ms) * us;
+        const double wait_us = (after->host_wait_ms - before->host_wait_ms) * us;
         std::printf(
             "tg%lld batch %d: %lld units replayed as graphs, %lld captured, %lld eager; GPU busy %.3f ms of "
-            "%.3f ms per step\n",
+            "%.3f ms per step; host: %.1f us queuing ops, %.1f us launching, %.1f us waiting for the device and "
+            "the logits\n",
             static_cast<long long>(o.n_gen), b, static_cast<long long>(after->units_replayed - before->units_replayed),
             static_cast<long long>(after->units_captured - before->units_captured),
             static_cast<long long>(after->units_eager - before->units_eager),
             timed > 0 ? (after->gpu_ms - before->gpu_ms) / static_cast<double>(timed) : 0.0,
-            t * 1e3 / static_cast<double>(o.n_gen));
+            t * 1e3 / static_cast<double>(o.n_gen), t * 1e3 * us - launch_us - wait_us, launch_us, wait_us);
       }
       double step_s = t / static_cast<double>(o.n_gen);
       // Bytes read per step: every weight but the embedding table, and the K/V of each sequence's context.

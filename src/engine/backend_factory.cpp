@@ -52,7 +52,8 @@ std::optional<BackendCounters> ReadBackendCounters(Backend& backend) {
 #ifdef INFERNIX_HAVE_CUDA
   if (backend.name() == "cuda") {
     CudaCounters c = ReadCudaCounters(backend);
-    return BackendCounters{c.units_eager, c.units_captured, c.units_replayed, c.units_timed, c.gpu_ms};
+    return BackendCounters{c.units_eager, c.units_captured, c.units_replayed, c.units_timed,
+                           c.gpu_ms,      c.host_flush_ms,  c.host_wait_ms};
   }
 #else
   (void)backend;

@@ -34,10 +34,11 @@ struct DeviceCeilings {
 std::optional<DeviceCeilings> MeasureDeviceCeilings(Backend& backend);
 
 // Execution counters of a CUDA backend (nullopt for others): units of queued work run eagerly,
-// captured into a CUDA graph or replayed, and the device time of the units timed so far.
+// captured into a CUDA graph or replayed, the device time of the units timed so far, and host time in
+// launching units (host_flush_ms) and in copies to the host, waiting for the device (host_wait_ms).
 struct BackendCounters {
   int64_t units_eager = 0, units_captured = 0, units_replayed = 0, units_timed = 0;
-  double gpu_ms = 0;
+  double gpu_ms = 0, host_flush_ms = 0, host_wait_ms = 0;
 };
 // Runs what is queued first and waits for it, so that the counters cover all of it.
 std::optional<BackendCounters> ReadBackendCounters(Backend& backend);

@@ -349,13 +349,7 @@ __global__ void __launch_bounds__(kThreads)
   }
   if constexpr (kFused) {
     if (live > 1) {  // the last of the token's and KV head's splits to finish merges them
-      __shared__ int elected;
-      __threadfence();
-      __syncthreads();
-      if (tid == 0) elected = atomicAdd(f.counter + t * hkv + kvh, 1) == live - 1;
-      __syncthreads();
-      if (!elected) return;
-      __threadfence();
+      if (!LastBlockToArrive(f.counter + t * hkv + kvh, live)) return;
       float* wf = po;  // [group][live] each split's weight, then [group] 1 / l (base-2 maxima)
       if (tid < group) {
         const float* ml = ws_ml + (head0 + tid) * n_splits * 2;
@@ -378,7 +372,6 @@ __global__ void __launch_bounds__(kThreads)
         for (int sp = 0; sp < live; ++sp) acc += wf[r * live + sp] * __ldcg(o + static_cast<int64_t>(sp) * d);
         store_out((head0 + r) * d + c, acc * wf[group * live + r]);
       }
-      if (tid == 0) f.counter[t * hkv + kvh] = 0;
     }
     // Every split has read q: the prepared rows go back in place.
     if (PrepChangesRow(f.prep.t[0])) {
@@ -409,7 +402,12 @@ void Launch(cudaStream_t s, DeviceLayout layout, KvCacheView kv, const void* q, 
                               static_cast<bf16*>(direct_out), f);
 }
 
-// The kernel for this head_dim (64, 128 or 256 wide).
+// The widest head_dim of the fused kernel: at 256 (Qwen3-Next: one block per SM, three pages staged) it
+// measured slower than the plain kernel with its prep and combine (batch-1 step +4%, docs/performance.md),
+// so it is not built that wide.
+constexpr int kFusedMaxHeadDim = 128;
+
+// The kernel for this head_dim (64, 128 or 256 wide; the fused one up to kFusedMaxHeadDim).
 template <bool kFused>
 void LaunchFor(cudaStream_t s, DeviceLayout layout, KvCacheView kv, const void* q, int32_t n_heads, float scale,
                int32_t n_splits, float* ws_o, float* ws_ml, void* direct_out, const DecodeAttentionFusion& f) {
@@ -417,8 +415,10 @@ void LaunchFor(cudaStream_t s, DeviceLayout layout, KvCacheView kv, const void* 
     Launch<64, kFused>(s, layout, kv, q, n_heads, scale, n_splits, ws_o, ws_ml, direct_out, f);
   } else if (kv.head_dim <= 128) {
     Launch<128, kFused>(s, layout, kv, q, n_heads, scale, n_splits, ws_o, ws_ml, direct_out, f);
+  } else if constexpr (!kFused) {
+    Launch<256, false>(s, layout, kv, q, n_heads, scale, n_splits, ws_o, ws_ml, direct_out, f);
   } else {
-    Launch<256, kFused>(s, layout, kv, q, n_heads, scale, n_splits, ws_o, ws_ml, direct_out, f);
+    INFX_CHECK_MSG(false, "the fused decode attention takes head_dim <= {}, not {}", kFusedMaxHeadDim, kv.head_dim);
   }
 }
 
@@ -427,18 +427,21 @@ void Configure(size_t max_smem_optin) {
   if (SmemBytes<D>() <= max_smem_optin)
     INFX_CUDA_CHECK(cudaFuncSetAttribute(DecodeMmaKernel<D, false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          static_cast<int>(SmemBytes<D>())));
-  if (FusedSmemBytes<D>() <= max_smem_optin)
-    INFX_CUDA_CHECK(cudaFuncSetAttribute(DecodeMmaKernel<D, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         static_cast<int>(FusedSmemBytes<D>())));
+  if constexpr (D <= kFusedMaxHeadDim) {
+    if (FusedSmemBytes<D>() <= max_smem_optin)
+      INFX_CUDA_CHECK(cudaFuncSetAttribute(DecodeMmaKernel<D, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           static_cast<int>(FusedSmemBytes<D>())));
+  }
 }
 
-// Blocks of the kernel (plain and fused: the fewer) resident at once.
+// Blocks of the kernel (plain and, where there is one, fused: the fewer) resident at once.
 template <int D>
 int64_t Residency() {
   constexpr int64_t kAny = int64_t{1} << 40;
-  const int64_t plain = PersistentBlocks(DecodeMmaKernel<D, false>, kThreads, SmemBytes<D>(), kAny);
-  const int64_t fused = PersistentBlocks(DecodeMmaKernel<D, true>, kThreads, FusedSmemBytes<D>(), kAny);
-  return std::max<int64_t>(1, std::min(plain, fused));
+  int64_t blocks = PersistentBlocks(DecodeMmaKernel<D, false>, kThreads, SmemBytes<D>(), kAny);
+  if constexpr (D <= kFusedMaxHeadDim)
+    blocks = std::min<int64_t>(blocks, PersistentBlocks(DecodeMmaKernel<D, true>, kThreads, FusedSmemBytes<D>(), kAny));
+  return std::max<int64_t>(1, blocks);
 }
 
 }  // namespace
@@ -457,9 +460,9 @@ bool AttentionDecodeFusedFits(int group, int head_dim, int n_splits, size_t max_
     constexpr int D = decltype(dc)::value;
     return FusedSmemBytes<D>() <= max_smem_optin && QBytes<D>() + weights <= SmemBytes<D>();
   };
+  static_assert(kFusedMaxHeadDim == 128, "the head_dims below");
   if (head_dim <= 64) return fits(std::integral_constant<int, 64>{});
-  if (head_dim <= 128) return fits(std::integral_constant<int, 128>{});
-  return fits(std::integral_constant<int, 256>{});
+  return head_dim <= 128 && fits(std::integral_constant<int, 128>{});
 }
 
 DecodeMmaResidency AttentionDecodeMmaResidency() {

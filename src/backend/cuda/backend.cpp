@@ -2,6 +2,7 @@
 #include "backend/cuda/backend.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include "backend/cuda/check.h"
@@ -356,8 +357,10 @@ void CudaBackend::CopyToBackend(const void* host, Tensor dst) {
 
 void CudaBackend::CopyToHost(const Tensor& src, void* host) {
   Submit();
+  const auto t0 = std::chrono::steady_clock::now();
   INFX_CUDA_CHECK(cudaMemcpyAsync(host, src.data, src.size_bytes(), cudaMemcpyDeviceToHost, stream_));
   INFX_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  host_wait_ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
 std::span<float> CudaBackend::ReadToHost(const Tensor& src) {

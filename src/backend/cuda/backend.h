@@ -104,6 +104,8 @@ class CudaBackend final : public Backend {
   const cudaDeviceProp& properties() const { return props_; }
   const CudaOptions& options() const { return options_; }
   const cuda::RecorderStats& recorder_stats() { return recorder_.stats(); }
+  // Host time spent in CopyToHost waiting for the device and the copy, ms (the bench's host breakdown).
+  double host_wait_ms() const { return host_wait_ms_; }
   cuda::GemmLt& gemm() { return gemm_; }
   size_t weight_bytes() const { return weights_.used_bytes(); }
 
@@ -198,6 +200,7 @@ class CudaBackend final : public Backend {
   static constexpr size_t kMaxPinnedReadback = size_t{64} << 20;
   cuda::PinnedBuffer readback_;
   std::vector<float> readback_large_;
+  double host_wait_ms_ = 0;  // host_wait_ms()
   cuda::GemmLt gemm_;
   cuda::Recorder recorder_;
   cuda::GemvBatch gemv_{};

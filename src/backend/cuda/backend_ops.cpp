@@ -503,10 +503,8 @@ void CudaBackend::Attention(const Tensor& q, const Tensor& k, const Tensor& v, S
   const int64_t splits = std::clamp<int64_t>(
       target_blocks < two_per_sm ? target_blocks / (n * hkv) : (target_blocks + n * hkv - 1) / (n * hkv), 1,
       max_splits);
-  // Fused up to head_dim 128: at 256 (Qwen3-Next: one block per SM, three pages staged) the fused kernel
-  // measured slower (batch-1 GPU time per step +4%, docs/performance.md).
-  if (prep && mma && options_.fuse && d <= 128 && dl.max_seq_tokens == 1 &&
-      n * hkv <= cuda::kAttentionFusedMaxCounters &&
+  // (The fused kernel stops at head_dim 128: AttentionDecodeFusedFits.)
+  if (prep && mma && options_.fuse && dl.max_seq_tokens == 1 && n * hkv <= cuda::kAttentionFusedMaxCounters &&
       cuda::AttentionDecodeFusedFits(group, static_cast<int>(d), static_cast<int>(splits), smem_optin_)) {
     // A decode step: the preparation and the merge of the splits join the attention kernel, which is held
     // (Pending::kAttention) for the gated attention's SigmoidMul of its output.

@@ -105,6 +105,26 @@ __device__ __forceinline__ float BlockSum(float v, float* shared) {
   return total;
 }
 
+// The last block of a grid to arrive, for work that needs every block's results: called by every thread
+// of each of `blocks` blocks once the block has written what the last one reads (and read what it
+// overwrites); true in the last block, which then sees all of it. counter is zero before the launch and
+// is set back to zero once the last block has arrived. One thread per block orders the block's
+// accesses, as a grid barrier does: the barrier puts them before its acquire-release add, and the add's
+// acquire puts the other blocks' before what the last block does next (cheaper than a sequentially
+// consistent __threadfence in every thread).
+__device__ __forceinline__ bool LastBlockToArrive(int32_t* counter, int blocks) {
+  __shared__ int last;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    int32_t before = 0;
+    asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], 1;\n" : "=r"(before) : "l"(counter) : "memory");
+    last = before == blocks - 1;
+    if (last) *counter = 0;  // every block has counted itself in
+  }
+  __syncthreads();
+  return last != 0;
+}
+
 // Lets the next kernel, when launched as a programmatic dependent (LaunchDependent, the GEMVs), start
 // early; it waits for this one's results itself (WaitForPrevious). No-op before sm_90.
 __device__ __forceinline__ void AllowDependentLaunch() {

@@ -43,10 +43,11 @@ struct CudaDeviceReport {
 // backend must come from CreateCudaBackend.
 CudaDeviceReport MeasureCudaDevice(Backend& backend);
 
-// The recorder's counters (recorder.h): units run eagerly, captured, replayed; device time of units.
+// The recorder's counters (recorder.h): units run eagerly, captured, replayed; device time of units; host
+// time in the recorder's flushes (hash, launch) and in copies to the host (waiting for the device).
 struct CudaCounters {
   int64_t units_eager = 0, units_captured = 0, units_replayed = 0, units_timed = 0;
-  double gpu_ms = 0;
+  double gpu_ms = 0, host_flush_ms = 0, host_wait_ms = 0;
 };
 // Runs what is queued first and waits for the device, so that the counters cover all of it (and work
 // queued before a measurement is not counted in it).

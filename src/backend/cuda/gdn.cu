@@ -149,17 +149,12 @@ constexpr int kRuleRows = kMaxKeyDim / kRuleParts;
 template <typename T>
 __device__ void FinishGatedNorm(const GdnDecodeFusion& f, int64_t row, int dv, int col_blocks, int cb, float sq,
                                 const T* core) {
-  __shared__ int elected;
   if (threadIdx.x < 32) {  // warp 0 holds the block's outputs
     sq = WarpSum(sq);
     if (threadIdx.x == 0) f.ss[row * col_blocks + cb] = sq;
   }
-  __threadfence();  // the block's outputs and sum are visible before it counts itself in
-  __syncthreads();
-  if (threadIdx.x == 0) elected = atomicAdd(f.counter + row, 1) == col_blocks - 1;
-  __syncthreads();
-  if (!elected) return;
-  __threadfence();
+  // After the block's outputs and sum (the blocks of one row count themselves in on its own counter).
+  if (!LastBlockToArrive(f.counter + row, col_blocks)) return;
   float total = 0.0f;
   for (int i = 0; i < col_blocks; ++i) total += __ldcg(f.ss + row * col_blocks + i);
   const float inv = RmsInv(total, dv, f.eps);
@@ -170,7 +165,6 @@ __device__ void FinishGatedNorm(const GdnDecodeFusion& f, int64_t row, int dv, i
     const float x = ToF(__ushort_as_bfloat16(__ldcg(core_bits + c)));
     out[c] = FromF<T>(LoadF(f.norm_w, f.norm_w_dtype, c) * (x * inv) * SiluF(ToF(z[c])));
   }
-  if (threadIdx.x == 0) f.counter[row] = 0;
 }
 
 // kD: 0, or the key and value head dim both are (128 for Qwen3-Next and Qwen3.5): with the dims known at

@@ -42,7 +42,6 @@ constexpr int64_t kXPad = 32;
 // block to get here writes a + b and x to global memory (kernels.h).
 __device__ void StageNormedX(const GemvPrologue& pro, int n, int k, bf16* xs) {
   __shared__ float red[kWarps][kGemvNormMaxTokens];
-  __shared__ int elected;
   const int chunks = k / 8, ld = k + static_cast<int>(kXPad);
   const bf16* a = static_cast<const bf16*>(pro.a);
   const bf16* b = static_cast<const bf16*>(pro.b);
@@ -87,14 +86,8 @@ __device__ void StageNormedX(const GemvPrologue& pro, int n, int k, bf16* xs) {
       Store8(xs + j * ld + c * 8, v);
     }
   }
-  __syncthreads();
   // Every block has read a and b once it has counted itself in: the last one may overwrite them.
-  if (threadIdx.x == 0) {
-    __threadfence();
-    elected = atomicAdd(pro.counter, 1) == static_cast<int>(gridDim.x) - 1;
-  }
-  __syncthreads();
-  if (!elected) return;
+  if (!LastBlockToArrive(pro.counter, static_cast<int>(gridDim.x))) return;
   bf16* out = static_cast<bf16*>(pro.out);
   bf16* sum = static_cast<bf16*>(pro.sum);
   for (int j = 0; j < n; ++j) {
@@ -111,24 +104,16 @@ __device__ void StageNormedX(const GemvPrologue& pro, int n, int k, bf16* xs) {
       *reinterpret_cast<uint4*>(out + i) = *reinterpret_cast<const uint4*>(xs + j * ld + c * 8);
     }
   }
-  if (threadIdx.x == 0) *pro.counter = 0;
 }
 
 // GemvRouting: called by every block once its tiles are done; the last block to get here routes the tokens.
 __device__ void FinishRouting(const GemvBatch& p, const GemvRouting& r) {
-  __shared__ int elected;
-  __threadfence();  // this block's logits are visible before it counts itself in
-  __syncthreads();
-  if (threadIdx.x == 0) elected = atomicAdd(r.counter, 1) == static_cast<int>(gridDim.x) - 1;
-  __syncthreads();
-  if (!elected) return;
-  __threadfence();
+  if (!LastBlockToArrive(r.counter, static_cast<int>(gridDim.x))) return;  // after this block's logits
   const int token = static_cast<int>(threadIdx.x >> 5), n_experts = static_cast<int>(p.seg[0].rows);
   if (token < p.n)
     RouteTokenUpTo512(static_cast<const float*>(p.seg[0].out) + static_cast<int64_t>(token) * n_experts, n_experts,
                       r.top_k, r.normalize, r.weights + token * r.top_k, r.ids + token * r.top_k,
                       static_cast<int>(threadIdx.x & 31));
-  if (threadIdx.x == 0) *r.counter = 0;
 }
 
 // GemvConv: element (token, c) of the conv's input, x as stored (bf16), into the conv's output; the token's

@@ -106,20 +106,14 @@ __device__ inline void NormalizeRows(const GemvResidual& r, int n, int d, float*
 // GemvResidual with norm_out: called by every block once its tiles are done; the last block to get here
 // writes the normalised rows.
 __device__ inline void FinishResidualNorm(const GemvResidual& r, int n, int d) {
-  __shared__ int elected;
   __shared__ float inv[kGemvNormMaxTokens];  // NormalizeRows'
-  __threadfence();  // this block's sums and sums of squares are visible before it counts itself in
-  __syncthreads();
-  if (threadIdx.x == 0) elected = atomicAdd(r.counter, 1) == static_cast<int>(gridDim.x) - 1;
-  __syncthreads();
-  if (!elected) return;
-  __threadfence();
+  // After this block's sums and sums of squares.
+  if (!LastBlockToArrive(r.counter, static_cast<int>(gridDim.x))) return;
   if (r.w_dtype == kBF16) {
     NormalizeRows<true>(r, n, d, inv);
   } else {
     NormalizeRows<false>(r, n, d, inv);
   }
-  if (threadIdx.x == 0) *r.counter = 0;
 }
 
 }  // namespace infernix::cuda

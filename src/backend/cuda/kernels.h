@@ -293,6 +293,7 @@ struct DecodeAttentionFusion {
   int32_t min_pages = 4;  // KV pages per split at least (a short context takes fewer splits to merge)
 };
 constexpr int64_t kAttentionFusedMaxCounters = 8192;
+// Also false above head_dim 128: there the plain kernel with its prep and combine was faster.
 bool AttentionDecodeFusedFits(int group, int head_dim, int n_splits, size_t max_smem_optin);
 void LaunchAttentionDecodeFused(cudaStream_t s, DeviceLayout layout, KvCacheView kv, int32_t n_heads, float scale,
                                 int32_t n_splits, float* ws_o, float* ws_ml, void* out, DecodeAttentionFusion f);

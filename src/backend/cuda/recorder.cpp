@@ -1,6 +1,7 @@
 #include "backend/cuda/recorder.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "backend/cuda/check.h"
 
@@ -88,6 +89,7 @@ const RecorderStats& Recorder::stats() {
 
 void Recorder::Flush() {
   if (size_ == 0) return;
+  const auto t0 = std::chrono::steady_clock::now();
   ++clock_;
   CollectTiming();
   const bool time_it = !timing_pending_;
@@ -118,6 +120,7 @@ void Recorder::Flush() {
   }
   size_ = 0;
   key_.clear();
+  stats_.host_flush_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
 }  // namespace infernix::cuda

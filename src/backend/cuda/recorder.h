@@ -31,6 +31,7 @@ struct RecorderStats {
   int64_t commands = 0;         // launcher calls queued
   double gpu_ms = 0;            // device time of the units timed so far (events around each unit)
   int64_t units_timed = 0;
+  double host_flush_ms = 0;  // host time in Flush: the key's hash and comparison, the launch or capture
 };
 
 class Recorder {
