@@ -291,6 +291,60 @@ TEST_P(GpuTinyModel, GraphsChangeNothing) {
   EXPECT_TRUE(a == b) << "graph replay changed the logits";
 }
 
+// Decode steps replayed without their ops queued again (Backend::ReplayForward) launch the graph those ops
+// make (a backend that verifies queues them and checks each step) and give the logits, bit for bit, of a
+// backend without graphs; through runs of steps of three shapes on one state (two slots, either alone).
+TEST_P(GpuTinyModel, ReplayedDecodeStepsAreTheQueuedOnes) {
+  BackendOptions o;
+  o.name = "cuda";
+  o.cuda_verify_replay = true;
+  auto verifying_backend = CreateBackend(o);
+  auto eager_backend = Gpu(/*graphs=*/false);
+  auto verifying = LoadModel(*files_, *verifying_backend);
+  auto eager = LoadModel(*files_, *eager_backend);
+  std::vector<int32_t> a = ref_->Ids("prompt.2.ids"), b = ref_->Ids("prompt.1.ids");
+  constexpr int kRun = 5;  // steps per shape: the first two are queued (run once, then captured)
+  auto run = [&](Model& m) {
+    auto state = m.backend().CreateState(m.MakeStateSpec(2, 64));
+    std::vector<float> all, logits;
+    m.Forward(ForwardBatch::Single({a.begin(), a.begin() + 6}, 0, 0, false), *state, logits);
+    m.Forward(ForwardBatch::Single({b.begin(), b.begin() + 3}, 1, 0, false), *state, logits);
+    int64_t pos[2] = {6, 3};
+    for (int shape : {0, 1, 2, 0}) {  // both slots, slot 0, slot 1, both again
+      for (int i = 0; i < kRun; ++i) {
+        ForwardBatch batch;
+        for (int slot = 0; slot < 2; ++slot) {
+          if (shape != 0 && shape != slot + 1) continue;
+          const int32_t row = static_cast<int32_t>(batch.tokens.size());
+          batch.tokens.push_back((slot == 0 ? a : b)[static_cast<size_t>(pos[slot]) % (slot == 0 ? a : b).size()]);
+          batch.seqs.push_back(BatchSeq{slot, row, 1, pos[slot]});
+          batch.logit_rows.push_back(row);
+          ++pos[slot];
+        }
+        m.Forward(batch, *state, logits);
+        all.insert(all.end(), logits.begin(), logits.end());
+      }
+    }
+    return all;
+  };
+  const std::optional<BackendCounters> before = ReadBackendCounters(*backend_);
+  const std::vector<float> replayed = run(*model_);
+  const std::optional<BackendCounters> after = ReadBackendCounters(*backend_);
+  const std::vector<float> verified = run(*verifying);  // throws where a replay would have been wrong
+  const std::optional<BackendCounters> checked = ReadBackendCounters(*verifying_backend);
+  const std::vector<float> plain = run(*eager);
+  ASSERT_TRUE(before && after && checked);
+  // Per run of a shape, every step from the third on (the first runs eagerly, the second is captured; the
+  // last run's shape has a graph already, so its second step replays too).
+  const int64_t replays = after->forwards_replayed - before->forwards_replayed;
+  std::printf("[ metric ] %-40s %lld of %d decode steps replayed without their ops queued\n", GetParam().c_str(),
+              static_cast<long long>(replays), 4 * kRun);
+  EXPECT_GE(replays, 4 * (kRun - 2));
+  EXPECT_EQ(checked->forwards_replayed, 0);
+  EXPECT_TRUE(replayed == plain) << "a replayed decode step changed the logits";
+  EXPECT_TRUE(verified == plain);
+}
+
 INSTANTIATE_TEST_SUITE_P(Fixtures, GpuTinyModel,
                          ::testing::ValuesIn(testing::kTinyModels),
                          [](const auto& info) { return testing::ParamName(info.param); });

@@ -233,10 +233,12 @@ void Run(const BenchOptions& o) {
         const double launch_us = (after->host_flush_ms - before->host_flush_ms) * us;
         const double wait_us = (after->host_wait_ms - before->host_wait_ms) * us;
         std::printf(
-            "tg%lld batch %d: %lld units replayed as graphs, %lld captured, %lld eager; GPU busy %.3f ms of "
+            "tg%lld batch %d: %lld units replayed as graphs (%lld without queuing their ops), %lld captured, %lld "
+            "eager; GPU busy %.3f ms of "
             "%.3f ms per step; host: %.1f us queuing ops, %.1f us launching, %.1f us waiting for the device and "
             "the logits\n",
             static_cast<long long>(o.n_gen), b, static_cast<long long>(after->units_replayed - before->units_replayed),
+            static_cast<long long>(after->forwards_replayed - before->forwards_replayed),
             static_cast<long long>(after->units_captured - before->units_captured),
             static_cast<long long>(after->units_eager - before->units_eager),
             timed > 0 ? (after->gpu_ms - before->gpu_ms) / static_cast<double>(timed) : 0.0,

@@ -133,6 +133,15 @@ class Backend {
   // buffer (copied into at the link's speed, without the staging of a copy to pageable memory; reads of
   // over 64 MB go to pageable memory instead).
   virtual std::span<float> ReadToHost(const Tensor& src) = 0;
+  // Decode steps without queuing every op again. The model calls this at the start of a forward pass,
+  // after queuing its token ids, with `shape` standing for everything but those ids and the positions
+  // in `layout` (the slots, tokens per sequence, logit rows, the model). A backend that records a forward
+  // pass as one unit (CUDA) may launch the unit it ran for the last forward pass of that shape on `state`
+  // again, now with these ids and this layout, and return true: the model then skips its layers and reads
+  // its logits from where they went last time. false (the default): queue the pass as usual.
+  virtual bool ReplayForward(uint64_t /*shape*/, const BatchLayout& /*layout*/, SequenceState& /*state*/) {
+    return false;
+  }
   virtual std::unique_ptr<SequenceState> CreateState(const StateSpec& spec) = 0;
 
   // ---- ops ----

@@ -28,6 +28,8 @@ std::unique_ptr<Backend> CreateBackend(const BackendOptions& options) {
     cuda.device = options.cuda_device;
     cuda.graphs = options.cuda_graphs;
     cuda.fuse = options.cuda_fuse;
+    cuda.replay_steps = options.cuda_replay_steps;
+    cuda.verify_replay = options.cuda_verify_replay;
     return CreateCudaBackend(cuda);
 #else
     ThrowError(ErrorCode::kUnsupported, "--backend cuda: {}; use --backend cpu", CudaUnavailable(options.cuda_device));
@@ -52,8 +54,8 @@ std::optional<BackendCounters> ReadBackendCounters(Backend& backend) {
 #ifdef INFERNIX_HAVE_CUDA
   if (backend.name() == "cuda") {
     CudaCounters c = ReadCudaCounters(backend);
-    return BackendCounters{c.units_eager, c.units_captured, c.units_replayed, c.units_timed,
-                           c.gpu_ms,      c.host_flush_ms,  c.host_wait_ms};
+    return BackendCounters{c.units_eager,       c.units_captured, c.units_replayed, c.units_timed,
+                           c.forwards_replayed, c.gpu_ms,         c.host_flush_ms,  c.host_wait_ms};
   }
 #else
   (void)backend;

@@ -167,6 +167,15 @@ std::span<float> Model::Forward(const ForwardBatch& batch, SequenceState& state)
   LayerContext ctx{be, config_, layout, state, rope_inv_freq_, rope_attention_scale_};
   Tensor ids = be.Scratch(DType::kI32, {n});
   be.CopyToBackend(batch.tokens.data(), ids);
+  // A decode step (one token per sequence) of the shape of the last one: the backend may run it as it
+  // ran that one, with the new ids and positions, without the layers being queued again.
+  // (The backend only replays the pass that ran last of that shape, whose logits replay_ says where.)
+  const std::optional<uint64_t> shape = DecodeShape(batch);
+  if (shape && be.ReplayForward(*shape, layout, state)) {
+    INFX_CHECK(replay_ && replay_->shape == *shape);
+    state.Advance(layout);
+    return be.ReadToHost(replay_->logits);
+  }
   Tensor hidden = be.Scratch(be.activation_dtype(), {n, config_.hidden_size});
   be.Embedding(ids, weights_.embed, hidden);
   for (int l = 0; l < config_.num_layers; ++l) RunDecoderLayer(ctx, weights_.layers[static_cast<size_t>(l)], l, hidden);
@@ -186,7 +195,28 @@ std::span<float> Model::Forward(const ForwardBatch& batch, SequenceState& state)
   }
   Tensor out = be.Scratch(DType::kF32, {rows, config_.vocab_size});
   be.MatMul(selected, weights_.lm_head, out);
+  if (shape) replay_ = Replay{*shape, out};
   return be.ReadToHost(out);
+}
+
+std::optional<uint64_t> Model::DecodeShape(const ForwardBatch& batch) const {
+  uint64_t h = 0x6a09e667f3bcc908ull;
+  auto mix = [&h](uint64_t v) {
+    h = (h ^ v) * 0x9e3779b97f4a7c15ull;
+    h ^= h >> 29;
+  };
+  // The model (its weights' addresses), then the batch without its ids and positions.
+  mix(reinterpret_cast<uintptr_t>(weights_.embed.data));
+  mix(reinterpret_cast<uintptr_t>(weights_.lm_head.data));
+  mix(batch.tokens.size());
+  for (const BatchSeq& s : batch.seqs) {
+    if (s.n_tokens != 1) return std::nullopt;
+    mix(static_cast<uint64_t>(s.slot));
+    mix(static_cast<uint64_t>(s.token_begin));
+  }
+  mix(batch.logit_rows.size());
+  for (int32_t r : batch.logit_rows) mix(static_cast<uint64_t>(r));
+  return h;
 }
 
 std::unique_ptr<Model> LoadModel(const FileSet& files, Backend& backend) {

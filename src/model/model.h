@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -57,6 +58,10 @@ class Model {
   void Forward(const ForwardBatch& batch, SequenceState& state, std::vector<float>& logits);
 
  private:
+  // Everything about a decode step's batch (one token per sequence) but its ids and positions, hashed;
+  // nullopt for other batches. Backend::ReplayForward's `shape`.
+  std::optional<uint64_t> DecodeShape(const ForwardBatch& batch) const;
+
   ModelConfig config_;
   std::unique_ptr<WeightSource> files_;
   Backend& backend_;
@@ -65,6 +70,13 @@ class Model {
   HostBuffer rope_inv_freq_host_;
   Tensor rope_inv_freq_;
   float rope_attention_scale_ = 1.0f;
+  // The last forward pass that was a decode step: its shape and where its logits went (a replay of it
+  // leaves them there again; kept across other passes, which the backend's replay keeps track of).
+  struct Replay {
+    uint64_t shape = 0;
+    Tensor logits;
+  };
+  std::optional<Replay> replay_;
 };
 
 // Loads config.json and the safetensors weights of a model folder (or the embedded model) onto

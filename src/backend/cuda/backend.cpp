@@ -336,8 +336,13 @@ Tensor CudaBackend::Scratch(DType dtype, Shape shape) {
 
 void CudaBackend::ResetScratch() {
   Submit();
-  // Reset may replace the arena's chunks by one larger chunk: nothing queued may still use them.
-  if (scratch_.WillConsolidate()) INFX_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  queuing_forward_.reset();
+  // Reset may replace the arena's chunks by one larger chunk: nothing queued may still use them, and a
+  // pass replayed later would not find its activations where its graph has them.
+  if (scratch_.WillConsolidate()) {
+    INFX_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    last_forward_.reset();
+  }
   scratch_.Reset();
   layout_host_.reset();
 }
@@ -357,6 +362,7 @@ void CudaBackend::CopyToBackend(const void* host, Tensor dst) {
 
 void CudaBackend::CopyToHost(const Tensor& src, void* host) {
   Submit();
+  EndForward();
   const auto t0 = std::chrono::steady_clock::now();
   INFX_CUDA_CHECK(cudaMemcpyAsync(host, src.data, src.size_bytes(), cudaMemcpyDeviceToHost, stream_));
   INFX_CUDA_CHECK(cudaStreamSynchronize(stream_));
@@ -381,7 +387,52 @@ std::span<float> CudaBackend::ReadToHost(const Tensor& src) {
 }
 
 std::unique_ptr<SequenceState> CudaBackend::CreateState(const StateSpec& spec) {
-  return std::make_unique<CudaState>(spec, *this);
+  return std::make_unique<CudaState>(spec, *this, ++states_made_);
+}
+
+bool CudaBackend::ReplayForward(uint64_t shape, const BatchLayout& layout, SequenceState& state) {
+  auto* st = dynamic_cast<CudaState*>(&state);
+  INFX_CHECK_MSG(st != nullptr && st->owner() == this, "ReplayForward: the state is not this backend's");
+  queuing_forward_.reset();
+  if (!options_.replay_steps || !options_.graphs) return false;
+  Layout(layout);  // queued now, as the first op that needs it would (every pass then starts the same way)
+  ForwardUnit f{shape, st->serial(), recorder_.flushes(), recorder_.queued_key_bytes()};
+  FlushGemv();
+  FlushPending();
+  const bool same = last_forward_ && last_forward_->shape == shape && last_forward_->state == f.state &&
+                    last_forward_->prefix == f.prefix && last_forward_->generation == recorder_.generation() &&
+                    recorder_.CachedWithPrefix(last_forward_->hash);
+  if (same && !options_.verify_replay) {
+    recorder_.ReplayWithPrefix(last_forward_->hash);
+    if (staging_current_ >= 0) {  // as Submit: the staged inputs are free once the graph has run
+      INFX_CUDA_CHECK(cudaEventRecord(staging_done_[staging_current_], stream_));
+      staging_current_ = -1;
+    }
+    return true;
+  }
+  f.verify = same;  // verify_replay: the ops about to be queued must make that unit
+  f.hash = same ? last_forward_->hash : 0;
+  queuing_forward_ = f;
+  return false;
+}
+
+void CudaBackend::EndForward() {
+  if (!queuing_forward_) return;
+  ForwardUnit f = *queuing_forward_;
+  queuing_forward_.reset();
+  const cuda::Recorder::LastUnit& unit = recorder_.last_unit();
+  // One unit from the pass's first command to its logits: the pass may be replayed.
+  const bool one_unit = recorder_.flushes() == f.flushes + 1;
+  if (f.verify)
+    INFX_CHECK_MSG(one_unit && unit.graph && unit.hash == f.hash,
+                   "a replayed forward pass would have launched another unit than its ops make (shape {:#x})", f.shape);
+  if (one_unit && unit.graph) {
+    f.hash = unit.hash;
+    f.generation = recorder_.generation();
+    last_forward_ = f;
+  } else {
+    last_forward_.reset();
+  }
 }
 
 cuda::DeviceLayout CudaBackend::Layout(const BatchLayout& layout) {

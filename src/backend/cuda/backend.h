@@ -51,6 +51,7 @@ class CudaBackend final : public Backend {
   void CopyToHost(const Tensor& src, void* host) override;
   std::span<float> ReadToHost(const Tensor& src) override;
   std::unique_ptr<SequenceState> CreateState(const StateSpec& spec) override;
+  bool ReplayForward(uint64_t shape, const BatchLayout& layout, SequenceState& state) override;
 
   void Embedding(const Tensor& ids, const Tensor& table, Tensor out) override;
   void RmsNorm(const Tensor& x, const Tensor& weight, float eps, bool unit_offset, Tensor out) override;
@@ -201,6 +202,22 @@ class CudaBackend final : public Backend {
   cuda::PinnedBuffer readback_;
   std::vector<float> readback_large_;
   double host_wait_ms_ = 0;  // host_wait_ms()
+  // ReplayForward: the forward pass being queued (its shape, its state's serial, the recorder's flushes
+  // and key bytes when it asked), and the last one that ran as one graph, which a pass of the same shape,
+  // state and queued inputs may launch again (until the scratch arena is rearranged or graphs dropped).
+  struct ForwardUnit {
+    uint64_t shape = 0;
+    int64_t state = 0;
+    int64_t flushes = 0;
+    size_t prefix = 0;
+    uint64_t hash = 0;        // the unit's key
+    uint64_t generation = 0;  // the recorder's, when it ran
+    bool verify = false;      // verify_replay: it would have replayed `hash`
+  };
+  std::optional<ForwardUnit> queuing_forward_, last_forward_;
+  int64_t states_made_ = 0;  // serials of the CudaStates made here
+  // CopyToHost: the forward pass being queued, if any, ends with this unit.
+  void EndForward();
   cuda::GemmLt gemm_;
   cuda::Recorder recorder_;
   cuda::GemvBatch gemv_{};

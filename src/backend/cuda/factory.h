@@ -23,6 +23,11 @@ struct CudaOptions {
   // GEMV that reads it, SiLU-and-multiply into the gate/up GEMV); off: every op is its own launch
   // (tests compare the two).
   bool fuse = true;
+  // Decode steps of a shape seen before launch the previous step's graph with the new token ids and
+  // layout, without queuing the model's ops again (Backend::ReplayForward). verify_replay: queue them
+  // anyway and check that they make the unit a replay would have launched (tests).
+  bool replay_steps = true;
+  bool verify_replay = false;
 };
 
 // Empty when GPU `device` can run the CUDA backend; otherwise why not (no driver, no GPU, a GPU older
@@ -43,10 +48,11 @@ struct CudaDeviceReport {
 // backend must come from CreateCudaBackend.
 CudaDeviceReport MeasureCudaDevice(Backend& backend);
 
-// The recorder's counters (recorder.h): units run eagerly, captured, replayed; device time of units; host
-// time in the recorder's flushes (hash, launch) and in copies to the host (waiting for the device).
+// The recorder's counters (recorder.h): units run eagerly, captured, replayed (of them, forward passes
+// replayed without their ops queued: Backend::ReplayForward); device time of units; host time in the
+// recorder's flushes (hash, launch) and in copies to the host (waiting for the device).
 struct CudaCounters {
-  int64_t units_eager = 0, units_captured = 0, units_replayed = 0, units_timed = 0;
+  int64_t units_eager = 0, units_captured = 0, units_replayed = 0, units_timed = 0, forwards_replayed = 0;
   double gpu_ms = 0, host_flush_ms = 0, host_wait_ms = 0;
 };
 // Runs what is queued first and waits for the device, so that the counters cover all of it (and work

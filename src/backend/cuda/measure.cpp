@@ -46,8 +46,8 @@ CudaCounters ReadCudaCounters(Backend& backend) {
   INFX_CHECK_MSG(be != nullptr, "ReadCudaCounters needs the CUDA backend, got {}", backend.name());
   be->Synchronize();  // what is queued runs now, as its own unit, and counts
   const cuda::RecorderStats& s = be->recorder_stats();
-  return CudaCounters{s.units_eager, s.units_captured, s.units_replayed,  s.units_timed,
-                      s.gpu_ms,      s.host_flush_ms,  be->host_wait_ms()};
+  return CudaCounters{s.units_eager,    s.units_captured, s.units_replayed, s.units_timed,
+                      s.prefix_replays, s.gpu_ms,         s.host_flush_ms,  be->host_wait_ms()};
 }
 
 }  // namespace infernix

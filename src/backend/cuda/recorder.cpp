@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "backend/cuda/check.h"
+#include "base/check.h"
 
 namespace infernix::cuda {
 
@@ -25,6 +26,7 @@ void Recorder::ClearGraphs() {
   for (auto& [hash, g] : graphs_) INFX_CUDA_CHECK(cudaGraphExecDestroy(g.exec));
   graphs_.clear();
   seen_.clear();
+  ++generation_;
 }
 
 Recorder::Command& Recorder::NewCommand() {
@@ -90,36 +92,71 @@ const RecorderStats& Recorder::stats() {
 void Recorder::Flush() {
   if (size_ == 0) return;
   const auto t0 = std::chrono::steady_clock::now();
+  const uint64_t hash = KeyHash();
+  if (auto it = graphs_.find(hash); use_graphs_ && it != graphs_.end() && it->second.key == key_) {
+    LaunchCached(it->second, hash);
+  } else {
+    ++clock_;
+    CollectTiming();
+    const bool time_it = !timing_pending_;
+    if (time_it) INFX_CUDA_CHECK(cudaEventRecord(start_, stream_));
+    last_ = LastUnit{hash, false};
+    if (!use_graphs_) {
+      RunEagerly();
+      ++stats_.units_eager;
+    } else if (std::find(seen_.begin(), seen_.end(), hash) != seen_.end() && it == graphs_.end()) {
+      Evict();
+      Graph g{key_, Capture(), clock_};
+      INFX_CUDA_CHECK(cudaGraphLaunch(g.exec, stream_));
+      graphs_.emplace(hash, std::move(g));
+      ++stats_.units_captured;
+      last_.graph = true;
+    } else {
+      RunEagerly();
+      seen_.push_back(hash);
+      if (seen_.size() > 4 * max_graphs_) seen_.pop_front();
+      ++stats_.units_eager;
+    }
+    if (time_it) {
+      INFX_CUDA_CHECK(cudaEventRecord(stop_, stream_));
+      timing_pending_ = true;
+    }
+    size_ = 0;
+    key_.clear();
+    ++flushes_;
+  }
+  stats_.host_flush_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+void Recorder::LaunchCached(Graph& g, uint64_t hash) {
   ++clock_;
   CollectTiming();
   const bool time_it = !timing_pending_;
   if (time_it) INFX_CUDA_CHECK(cudaEventRecord(start_, stream_));
-  const uint64_t hash = KeyHash();
-  if (!use_graphs_) {
-    RunEagerly();
-    ++stats_.units_eager;
-  } else if (auto it = graphs_.find(hash); it != graphs_.end() && it->second.key == key_) {
-    it->second.last_use = clock_;
-    INFX_CUDA_CHECK(cudaGraphLaunch(it->second.exec, stream_));
-    ++stats_.units_replayed;
-  } else if (std::find(seen_.begin(), seen_.end(), hash) != seen_.end() && it == graphs_.end()) {
-    Evict();
-    Graph g{key_, Capture(), clock_};
-    INFX_CUDA_CHECK(cudaGraphLaunch(g.exec, stream_));
-    graphs_.emplace(hash, std::move(g));
-    ++stats_.units_captured;
-  } else {
-    RunEagerly();
-    seen_.push_back(hash);
-    if (seen_.size() > 4 * max_graphs_) seen_.pop_front();
-    ++stats_.units_eager;
-  }
+  g.last_use = clock_;
+  INFX_CUDA_CHECK(cudaGraphLaunch(g.exec, stream_));
+  ++stats_.units_replayed;
   if (time_it) {
     INFX_CUDA_CHECK(cudaEventRecord(stop_, stream_));
     timing_pending_ = true;
   }
+  last_ = LastUnit{hash, true};
   size_ = 0;
   key_.clear();
+  ++flushes_;
+}
+
+bool Recorder::CachedWithPrefix(uint64_t hash) const {
+  auto it = graphs_.find(hash);
+  return use_graphs_ && it != graphs_.end() && it->second.key.size() > key_.size() &&
+         std::memcmp(it->second.key.data(), key_.data(), key_.size()) == 0;
+}
+
+void Recorder::ReplayWithPrefix(uint64_t hash) {
+  INFX_CHECK(CachedWithPrefix(hash));
+  const auto t0 = std::chrono::steady_clock::now();
+  LaunchCached(graphs_.at(hash), hash);
+  ++stats_.prefix_replays;
   stats_.host_flush_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 

@@ -28,6 +28,7 @@ struct RecorderStats {
   int64_t units_eager = 0;      // units run launch by launch
   int64_t units_captured = 0;   // units captured into a new graph (then launched)
   int64_t units_replayed = 0;   // units run by launching a cached graph
+  int64_t prefix_replays = 0;   // of them, launched by ReplayWithPrefix
   int64_t commands = 0;         // launcher calls queued
   double gpu_ms = 0;            // device time of the units timed so far (events around each unit)
   int64_t units_timed = 0;
@@ -66,6 +67,25 @@ class Recorder {
 
   // Runs the queued unit on the stream (eagerly, captured, or replayed); does not wait for it.
   void Flush();
+  // What the last Flush (or ReplayWithPrefix) ran: its key's hash, and whether as a CUDA graph (captured or
+  // replayed). flushes() counts the units run.
+  struct LastUnit {
+    uint64_t hash = 0;
+    bool graph = false;
+  };
+  const LastUnit& last_unit() const { return last_; }
+  int64_t flushes() const { return flushes_; }
+  // Bytes of key queued so far in this unit.
+  size_t queued_key_bytes() const { return key_.size(); }
+  // Changes whenever cached graphs are dropped (ClearGraphs).
+  uint64_t generation() const { return generation_; }
+  // Whether the unit queued so far is the beginning of the cached unit `hash` (its first
+  // queued_key_bytes() bytes of key, and more after them).
+  bool CachedWithPrefix(uint64_t hash) const;
+  // Needs CachedWithPrefix(hash): drops the queued commands and launches that unit's graph instead, as
+  // Flush would have launched it had the rest of its commands been queued too; the caller vouches that
+  // they would have been the same (the decode-step replay, Backend::ReplayForward).
+  void ReplayWithPrefix(uint64_t hash);
   bool empty() const { return size_ == 0; }
   // Stats, with the device time of units that have completed.
   const RecorderStats& stats();
@@ -93,6 +113,8 @@ class Recorder {
   cudaGraphExec_t Capture();
   void Evict();
   void CollectTiming();
+  // Launches a cached graph for the queued unit (timed like any unit) and clears the queue.
+  void LaunchCached(Graph& g, uint64_t hash);
 
   cudaStream_t stream_;
   bool use_graphs_;
@@ -106,6 +128,9 @@ class Recorder {
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
   bool timing_pending_ = false;
   RecorderStats stats_;
+  LastUnit last_;
+  int64_t flushes_ = 0;
+  uint64_t generation_ = 0;
 };
 
 }  // namespace infernix::cuda

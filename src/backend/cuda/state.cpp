@@ -9,7 +9,8 @@ namespace infernix {
 
 // Layouts: kv_ [layer][K, V][max_slots * pages_per_slot pages][n_kv_heads][kPageSize][head_dim] bf16;
 // conv_ [layer][slot][kernel - 1][channels] and recurrent_ [layer][slot][nv][dk][dv] f32.
-CudaState::CudaState(const StateSpec& spec, CudaBackend& backend) : SequenceState(spec), backend_(backend) {
+CudaState::CudaState(const StateSpec& spec, CudaBackend& backend, int64_t serial)
+    : SequenceState(spec), backend_(backend), serial_(serial) {
   INFX_CHECK(spec.max_slots >= 1 && spec.max_context >= 1);
   const int64_t slots = spec.max_slots;
   pages_per_slot_ = static_cast<int32_t>((spec.max_context + cuda::kPageSize - 1) / cuda::kPageSize);

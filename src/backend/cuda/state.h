@@ -17,7 +17,8 @@ class CudaBackend;
 
 class CudaState final : public SequenceState {
  public:
-  CudaState(const StateSpec& spec, CudaBackend& backend);
+  // serial: unique among the backend's states (a replayed forward pass must be on the state it ran on).
+  CudaState(const StateSpec& spec, CudaBackend& backend, int64_t serial);
   void ClearSlot(int slot) override;
 
   cuda::KvCacheView Kv(int attention_layer) const;
@@ -28,9 +29,11 @@ class CudaState final : public SequenceState {
   float* Recurrent(int linear_layer) const;
   int64_t RecurrentSlotStride() const { return rec_slot_elems_; }
   const CudaBackend* owner() const { return &backend_; }
+  int64_t serial() const { return serial_; }
 
  private:
   CudaBackend& backend_;
+  int64_t serial_ = 0;
   int32_t pages_per_slot_ = 0;
   int64_t kv_layer_elems_ = 0;  // elements of one layer's K (or V) pages
   int64_t conv_layer_elems_ = 0, conv_slot_elems_ = 0;
