@@ -23,17 +23,21 @@ using cuda_test::Rig;
 // bf16 outputs of f32 math: one rounding (2^-9 relative) on top of the oracle.
 constexpr double kBf16L2 = 4e-3, kBf16Max = 8e-3;
 
+// Rows of whole 16-byte chunks (2,048 and 5,128 wide: 256 and 641 chunks of the 1,024 a block takes per
+// pass) take the vector path, others (100 wide) the element loop.
 TEST(CudaOps, EmbeddingCopiesRowsExactly) {
   INFX_REQUIRE_GPU();
-  Rig rig;
-  const int64_t vocab = 8192, h = 2048;
-  auto table = rig.Weight(DType::kBF16, {vocab, h}, Rand(vocab * h, 1));
-  std::vector<int32_t> ids = {0, 8191, 17, 17, 4096, 1, 5000};
-  auto id = rig.I32({7}, ids);
-  auto out = rig.Out({7, h});
-  rig.cpu.Embedding(id.cpu, table.cpu, out.cpu);
-  rig.gpu.Embedding(id.gpu, table.gpu, out.gpu);
-  EXPECT_EQ(rig.Gpu(out.gpu), Rig::Cpu(out.cpu));
+  for (int64_t h : {2048, 5128, 100}) {
+    Rig rig;
+    const int64_t vocab = 8192;
+    auto table = rig.Weight(DType::kBF16, {vocab, h}, Rand(vocab * h, 1));
+    std::vector<int32_t> ids = {0, 8191, 17, 17, 4096, 1, 5000};
+    auto id = rig.I32({7}, ids);
+    auto out = rig.Out({7, h});
+    rig.cpu.Embedding(id.cpu, table.cpu, out.cpu);
+    rig.gpu.Embedding(id.gpu, table.gpu, out.gpu);
+    EXPECT_EQ(rig.Gpu(out.gpu), Rig::Cpu(out.cpu)) << "h " << h;
+  }
 }
 
 TEST(CudaOps, RmsNormBothConventionsAndShapes) {
