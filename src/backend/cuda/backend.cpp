@@ -111,29 +111,6 @@ bool CudaBackend::PendingGemvFuses() const {
 }
 
 void CudaBackend::FlushGemv() {
-  if (producer_held_) {  // launched first; its norm deferred if the group's kernel can finish it
-    producer_held_ = false;
-    cuda::GemvBatch producer = held_producer_;
-    const cuda::GemvResidual& r = producer.res;
-    if (gemv_.n_segments > 0 && gemv_.x == r.norm_out && gemv_.w_type == cuda::kBF16 && PendingGemvFuses() &&
-        gemv_.n == producer.n && gemv_.pro.kind == cuda::kGemvXPlain && gemv_tail_.route.ids == nullptr &&
-        gemv_tail_.conv.out == nullptr) {
-      producer.res.deferred = deferred_x_;
-      cuda::GemvPrologue pro;
-      pro.kind = cuda::kGemvXScaled;
-      pro.a = r.out;
-      pro.w = r.w;
-      pro.w_dtype = r.w_dtype;
-      pro.w_offset = r.w_offset;
-      pro.eps = r.eps;
-      pro.out = r.norm_out;
-      pro.ss = r.ss;
-      pro.ss_tiles = static_cast<int32_t>((producer.seg[0].rows + 15) / 16);
-      gemv_.pro = pro;
-      gemv_.x = deferred_x_;
-    }
-    recorder_.Launch(cuda::LaunchGemv, producer);
-  }
   if (gemv_.n_segments == 0) return;
   if (PendingGemvFuses()) {
     if (gemv_tail_.route.ids != nullptr || gemv_tail_.conv.out != nullptr) {

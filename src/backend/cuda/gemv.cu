@@ -144,10 +144,9 @@ __device__ __forceinline__ void ConvStep(const GemvConv& cv, int64_t token, int6
 // tile, or with the SiLU epilogue a pair of tiles (i: gate, i + items: up).
 enum GemvTailKind : int { kTailNone = 0, kTailRoute = 1, kTailConv = 2 };
 template <int kTiles, int kUnroll, int kX, int kTail, int kW = kBF16>
-__global__ void __launch_bounds__(32 * kWarps, kTail == kTailConv || kX == kGemvXScaled ? 2 : 0)
-    GemvKernel(GemvBatch p, GemvTail tail) {
+__global__ void __launch_bounds__(32 * kWarps, kTail == kTailConv ? 2 : 0) GemvKernel(GemvBatch p, GemvTail tail) {
   static_assert(kW == kBF16 || (kW == kF8E4M3B128 && kTiles == 1), "FP8 weights: tokens of one tile");
-  extern __shared__ __align__(16) uint8_t smem[];  // kGemvXNorm: the normalised rows; kGemvXScaled: the sums
+  extern __shared__ __align__(16) uint8_t smem[];  // kGemvXNorm: the normalised rows
   AllowDependentLaunch();                          // the next kernel may get ready; it waits for this one's results
   int64_t total_tiles = 0;
 #pragma unroll
@@ -175,11 +174,6 @@ __global__ void __launch_bounds__(32 * kWarps, kTail == kTailConv || kX == kGemv
   };
   __shared__ float partial[kWarps][kTiles * 4][32];
   __shared__ float tile_ss[4][4];  // res.norm_out: TileSquares
-  // kGemvXScaled: the sums of squares of the GEMV before (copied into the dynamic shared memory while the
-  // first tile streams), and 1 / rms per token.
-  float* scaled_ss = reinterpret_cast<float*>(smem);
-  __shared__ float scaled_inv[kGemvNormMaxTokens];
-  bool have_inv = false;
   bool waited = false;
   const bool paired = p.silu_out != nullptr;
   const int64_t items = paired ? total_tiles / 2 : total_tiles;
@@ -208,11 +202,6 @@ __global__ void __launch_bounds__(32 * kWarps, kTail == kTailConv || kX == kGemv
         if (!waited) {  // x is ready (no-op without a programmatic launch)
           WaitForPrevious();
           if constexpr (kX == kGemvXNorm) StageNormedX(p.pro, static_cast<int>(n), static_cast<int>(k), xs);
-          if constexpr (kX == kGemvXScaled) {
-            for (int i = threadIdx.x; i < static_cast<int>(n) * p.pro.ss_tiles / 4; i += blockDim.x)
-              CpAsync16(scaled_ss + 4 * i, p.pro.ss + 4 * i);
-            CpAsyncCommit();
-          }
           waited = true;
         }
       };
@@ -294,19 +283,6 @@ __global__ void __launch_bounds__(32 * kWarps, kTail == kTailConv || kX == kGemv
         }
       }
 
-      if constexpr (kX == kGemvXScaled) {
-        if (!have_inv) {  // the block's first tile: 1 / rms per token, summed as NormalizeRows does
-          CpAsyncWait<0>();
-          __syncthreads();
-          if (warp < n) {
-            const int tiles = p.pro.ss_tiles;
-            float s = 0.0f;
-            for (int i = lane; i < tiles; i += 32) s += scaled_ss[warp * tiles + i];
-            s = WarpSum(s);
-            if (lane == 0) scaled_inv[warp] = RmsInv(s, k, p.pro.eps);
-          }
-        }
-      }
 #pragma unroll
       for (int j = 0; j < kTiles; ++j)
 #pragma unroll
@@ -323,11 +299,8 @@ __global__ void __launch_bounds__(32 * kWarps, kTail == kTailConv || kX == kGemv
         float h = 0.0f;  // res: this row of token's residual sum
         if (row < rows && token < n) {
           const int64_t i = token * rows + row;
-          if constexpr (kX == kGemvXScaled) sum *= scaled_inv[token];
           if (!paired) {
             h = StoreGemvSum(p.res, sg, i, sum);
-            if (p.res.deferred != nullptr)  // x times the norm's weight, for the next GEMV (kGemvXScaled)
-              StoreF(p.res.deferred, kBF16, i, h * (LoadF(p.res.w, p.res.w_dtype, row) + p.res.w_offset));
             if constexpr (kTail == kTailConv) {
               if (tile < (p.seg[0].rows + 15) / 16) ConvStep(tail.conv, token, row, rows, RoundBf16(sum));
             }
@@ -339,34 +312,15 @@ __global__ void __launch_bounds__(32 * kWarps, kTail == kTailConv || kX == kGemv
       }
       __syncthreads();  // partial is reused by the next tile
       if (p.res.norm_out != nullptr) WriteTileSquares(p.res, static_cast<int>(n), rows, local, tile_ss);
-      if constexpr (kX == kGemvXScaled) {
-        if (!have_inv) {  // the normalised rows for later readers, a slice per block
-          have_inv = true;
-          const int chunks = static_cast<int>(n * k / 8);
-          for (int c = blockIdx.x * blockDim.x + threadIdx.x; c < chunks; c += gridDim.x * blockDim.x) {
-            float v[8], wv[8];
-            const int token = c / static_cast<int>(k / 8), col = (c % static_cast<int>(k / 8)) * 8;
-            const uint4 raw = __ldcg(reinterpret_cast<const uint4*>(p.pro.a) + c);
-            const bf16* e = reinterpret_cast<const bf16*>(&raw);
-            Load8W(p.pro.w, p.pro.w_dtype, col, wv);
-#pragma unroll
-            for (int q = 0; q < 8; ++q)
-              v[q] = RmsScale(__bfloat162float(e[q]), scaled_inv[token], wv[q], p.pro.w_offset);
-            Store8(static_cast<bf16*>(p.pro.out) + static_cast<int64_t>(c) * 8, v);
-          }
-        }
-      }
     }
-  if (p.res.norm_out != nullptr && p.res.deferred == nullptr)
-    FinishResidualNorm(p.res, static_cast<int>(n), static_cast<int>(p.seg[0].rows));
+  if (p.res.norm_out != nullptr) FinishResidualNorm(p.res, static_cast<int>(n), static_cast<int>(p.seg[0].rows));
   if constexpr (kTail == kTailRoute) FinishRouting(p, tail.route);
 }
 
+
 template <int kTiles, int kUnroll, int kX, int kTail = kTailNone, int kW = kBF16>
 void Launch(cudaStream_t s, const GemvBatch& batch, int64_t tiles, const GemvTail& tail = {}) {
-  const size_t smem = kX == kGemvXNorm     ? GemvNormSmemBytes(batch.n, batch.k)
-                      : kX == kGemvXScaled ? static_cast<size_t>(batch.n * batch.pro.ss_tiles) * sizeof(float)
-                                           : 0;
+  const size_t smem = kX == kGemvXNorm ? GemvNormSmemBytes(batch.n, batch.k) : 0;
   // With the norm, as many blocks as fit (each computes the normalised rows once); else a block per tile.
   const int64_t items = batch.silu_out != nullptr ? tiles / 2 : tiles;
   auto launch = [&](auto kernel) {
@@ -398,12 +352,6 @@ void LaunchOneTile(cudaStream_t s, const GemvBatch& batch, int64_t tiles, const 
     }
   } else if (batch.pro.kind == kGemvXNorm) {
     Launch<1, 8, kGemvXNorm, kTail>(s, batch, tiles, tail);
-  } else if constexpr (kTail == kTailNone) {
-    if (batch.pro.kind == kGemvXScaled) {
-      Launch<1, 8, kGemvXScaled, kTailNone>(s, batch, tiles, tail);
-    } else {
-      Launch<1, 8, kGemvXPlain, kTail>(s, batch, tiles, tail);
-    }
   } else {
     Launch<1, 8, kGemvXPlain, kTail>(s, batch, tiles, tail);
   }
@@ -436,11 +384,6 @@ void LaunchGemvWithTail(cudaStream_t s, GemvBatch batch, GemvTail tail) {
                batch.seg[1].out_dtype == kBF16);
   CheckGemvResidual(batch);
   if (batch.pro.kind == kGemvXNorm) INFX_CHECK(batch.n <= kGemvNormMaxTokens && batch.pro.counter != nullptr);
-  if (batch.pro.kind == kGemvXScaled)
-    INFX_CHECK(batch.w_type == kBF16 && batch.n <= kGemvNormMaxTokens && tail.route.ids == nullptr &&
-               tail.conv.out == nullptr && batch.pro.ss != nullptr && batch.pro.a != nullptr &&
-               batch.pro.out != nullptr && batch.n * batch.pro.ss_tiles <= kGemvScaledMaxSums &&
-               batch.pro.ss_tiles % 4 == 0 && batch.k % 8 == 0);
   const GemvRouting& route = tail.route;
   if (route.ids != nullptr) {
     INFX_CHECK(batch.pro.kind == kGemvXPlain && batch.silu_out == nullptr && batch.res.out == nullptr &&

@@ -126,14 +126,8 @@ struct GemvSegment {
 //    LaunchAddRmsNorm), and the last block to have read a and b writes a + b to `sum` (when b is set)
 //    and x to `out`, so that later ops see the same tensors as without the fusion. `counter` is a
 //    device int that is zero at launch (the electing block resets it).
-//  kGemvXScaled: x is a residual sum times its norm's weight, made by the GEMV before as its deferred
-//    norm (GemvResidual::deferred): this GEMV multiplies its sums by 1 / rms of the sum (`a`, bf16), from
-//    the sums of squares that GEMV's ss_tiles tiles left in ss [n][ss_tiles], and writes RmsNorm(a) to
-//    `out` for later readers (w, w_dtype, w_offset, eps as kGemvXNorm's), a slice per block. bf16 weights,
-//    n <= kGemvNormMaxTokens, n * ss_tiles <= kGemvScaledMaxSums, no tail.
-enum GemvXKind : int32_t { kGemvXPlain = 0, kGemvXNorm = 1, kGemvXScaled = 2 };
+enum GemvXKind : int32_t { kGemvXPlain = 0, kGemvXNorm = 1 };
 constexpr int kGemvNormMaxTokens = 8;
-constexpr int kGemvScaledMaxSums = 4096;
 struct GemvPrologue {
   int32_t kind = kGemvXPlain, w_dtype = kBF16;
   const void* a = nullptr;
@@ -143,8 +137,6 @@ struct GemvPrologue {
   void* out = nullptr;
   int32_t* counter = nullptr;
   float eps = 0, w_offset = 0;
-  const float* ss = nullptr;  // kGemvXScaled
-  int32_t ss_tiles = 0, unused = 0;
 };
 // The residual add after a bf16 GEMV of one segment (bf16 out, n <= kGemvNormMaxTokens), fused in as its
 // epilogue: out = in + the product (the product rounded to bf16 first, the sum rounded as LaunchBinary's
@@ -152,9 +144,7 @@ struct GemvPrologue {
 // the segment's out). With norm_out set, also norm_out = RmsNorm(out) (weight w of dtype w_dtype, plus
 // w_offset; eps): each 16-row tile leaves the sums of squares of its rows per token in ss [n][tiles],
 // and the last block to finish (elected through `counter`, a device int that is zero at launch and
-// that it resets) adds them in a fixed order and writes the normalised rows. norm_out may be out. With
-// deferred set instead, no block normalises: each tile writes out times the norm's weight (plus w_offset)
-// to deferred ([n][rows] bf16), and the next GEMV, whose x that is, finishes the norm (kGemvXScaled).
+// that it resets) adds them in a fixed order and writes the normalised rows. norm_out may be out.
 struct GemvResidual {
   const void* in = nullptr;
   void* out = nullptr;
@@ -164,7 +154,6 @@ struct GemvResidual {
   int32_t* counter = nullptr;
   int32_t w_dtype = kBF16;
   float eps = 0, w_offset = 0;
-  void* deferred = nullptr;
 };
 // Shared memory of a GEMV with a kGemvXNorm prologue (the normalised rows), and whether it fits.
 size_t GemvNormSmemBytes(int64_t n, int64_t k);
