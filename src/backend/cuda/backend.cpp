@@ -232,10 +232,13 @@ void CudaBackend::Submit() {
   FlushGemv();
   FlushPending();
   recorder_.Flush();
-  if (staging_current_ >= 0) {
-    INFX_CUDA_CHECK(cudaEventRecord(staging_done_[staging_current_], stream_));
-    staging_current_ = -1;
-  }
+  ReleaseStaging();
+}
+
+void CudaBackend::ReleaseStaging() {
+  if (staging_current_ < 0) return;
+  INFX_CUDA_CHECK(cudaEventRecord(staging_done_[staging_current_], stream_));
+  staging_current_ = -1;
 }
 
 void CudaBackend::Synchronize() {
@@ -391,12 +394,11 @@ std::unique_ptr<SequenceState> CudaBackend::CreateState(const StateSpec& spec) {
 }
 
 bool CudaBackend::ReplayForward(uint64_t shape, const BatchLayout& layout, SequenceState& state) {
-  auto* st = dynamic_cast<CudaState*>(&state);
-  INFX_CHECK_MSG(st != nullptr && st->owner() == this, "ReplayForward: the state is not this backend's");
+  const CudaState& st = AsCudaState(state, this);
   queuing_forward_.reset();
   if (!options_.replay_steps || !options_.graphs) return false;
   Layout(layout);  // queued now, as the first op that needs it would (every pass then starts the same way)
-  ForwardUnit f{shape, st->serial(), recorder_.flushes(), recorder_.queued_key_bytes()};
+  ForwardUnit f{shape, st.serial(), recorder_.flushes(), recorder_.queued_key_bytes()};
   FlushGemv();
   FlushPending();
   const bool same = last_forward_ && last_forward_->shape == shape && last_forward_->state == f.state &&
@@ -404,10 +406,7 @@ bool CudaBackend::ReplayForward(uint64_t shape, const BatchLayout& layout, Seque
                     recorder_.CachedWithPrefix(last_forward_->hash);
   if (same && !options_.verify_replay) {
     recorder_.ReplayWithPrefix(last_forward_->hash);
-    if (staging_current_ >= 0) {  // as Submit: the staged inputs are free once the graph has run
-      INFX_CUDA_CHECK(cudaEventRecord(staging_done_[staging_current_], stream_));
-      staging_current_ = -1;
-    }
+    ReleaseStaging();
     return true;
   }
   f.verify = same;  // verify_replay: the ops about to be queued must make that unit

@@ -120,6 +120,8 @@ class CudaBackend final : public Backend {
   void* Upload(const void* host, size_t bytes);
   // Pinned staging memory for `bytes` of this unit, or nullptr when it is full.
   void* Stage(size_t bytes);
+  // The staging buffer of the unit just launched is free again once the unit has run (an event after it).
+  void ReleaseStaging();
   // Device memory for one op's intermediate results (grouped expert rows, chunked DeltaNet factors),
   // 256-byte aligned: one buffer that every such op reuses, so long prefills do not keep one copy per
   // layer in the scratch arena. Safe because ops run in stream order and the kernels that use it are

@@ -28,12 +28,6 @@ void CheckSameAct(const Tensor& a, const Tensor& b) {
   INFX_CHECK_MSG(a.numel() == b.numel() && a.dtype == b.dtype && IsAct(a), "{} vs {}", a.Describe(), b.Describe());
 }
 
-CudaState& AsCudaState(SequenceState& state, const CudaBackend* backend) {
-  auto* st = dynamic_cast<CudaState*>(&state);
-  INFX_CHECK_MSG(st != nullptr && st->owner() == backend, "state was not created by this CUDA backend");
-  return *st;
-}
-
 // Whether the bytes of p and q do not overlap.
 bool Disjoint(const Tensor& p, const Tensor& q) {
   const char* pb = static_cast<const char*>(p.data);

@@ -89,6 +89,26 @@ const RecorderStats& Recorder::stats() {
   return stats_;
 }
 
+template <typename Run>
+void Recorder::RunUnit(Run&& run) {
+  ++clock_;
+  CollectTiming();
+  const bool time_it = !timing_pending_;
+  if (time_it) INFX_CUDA_CHECK(cudaEventRecord(start_, stream_));
+  run();
+  if (time_it) {
+    INFX_CUDA_CHECK(cudaEventRecord(stop_, stream_));
+    timing_pending_ = true;
+  }
+  size_ = 0;
+  key_.clear();
+  ++flushes_;
+}
+
+void Recorder::AddHostTime(std::chrono::steady_clock::time_point since) {
+  stats_.host_flush_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - since).count();
+}
+
 void Recorder::Flush() {
   if (size_ == 0) return;
   const auto t0 = std::chrono::steady_clock::now();
@@ -96,54 +116,36 @@ void Recorder::Flush() {
   if (auto it = graphs_.find(hash); use_graphs_ && it != graphs_.end() && it->second.key == key_) {
     LaunchCached(it->second, hash);
   } else {
-    ++clock_;
-    CollectTiming();
-    const bool time_it = !timing_pending_;
-    if (time_it) INFX_CUDA_CHECK(cudaEventRecord(start_, stream_));
-    last_ = LastUnit{hash, false};
-    if (!use_graphs_) {
-      RunEagerly();
-      ++stats_.units_eager;
-    } else if (std::find(seen_.begin(), seen_.end(), hash) != seen_.end() && it == graphs_.end()) {
-      Evict();
-      Graph g{key_, Capture(), clock_};
-      INFX_CUDA_CHECK(cudaGraphLaunch(g.exec, stream_));
-      graphs_.emplace(hash, std::move(g));
-      ++stats_.units_captured;
-      last_.graph = true;
-    } else {
-      RunEagerly();
-      seen_.push_back(hash);
-      if (seen_.size() > 4 * max_graphs_) seen_.pop_front();
-      ++stats_.units_eager;
-    }
-    if (time_it) {
-      INFX_CUDA_CHECK(cudaEventRecord(stop_, stream_));
-      timing_pending_ = true;
-    }
-    size_ = 0;
-    key_.clear();
-    ++flushes_;
+    RunUnit([&] {
+      last_ = LastUnit{hash, false};
+      if (!use_graphs_) {
+        RunEagerly();
+        ++stats_.units_eager;
+      } else if (std::find(seen_.begin(), seen_.end(), hash) != seen_.end() && it == graphs_.end()) {
+        Evict();
+        Graph g{key_, Capture(), clock_};
+        INFX_CUDA_CHECK(cudaGraphLaunch(g.exec, stream_));
+        graphs_.emplace(hash, std::move(g));
+        ++stats_.units_captured;
+        last_.graph = true;
+      } else {
+        RunEagerly();
+        seen_.push_back(hash);
+        if (seen_.size() > 4 * max_graphs_) seen_.pop_front();
+        ++stats_.units_eager;
+      }
+    });
   }
-  stats_.host_flush_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  AddHostTime(t0);
 }
 
 void Recorder::LaunchCached(Graph& g, uint64_t hash) {
-  ++clock_;
-  CollectTiming();
-  const bool time_it = !timing_pending_;
-  if (time_it) INFX_CUDA_CHECK(cudaEventRecord(start_, stream_));
-  g.last_use = clock_;
-  INFX_CUDA_CHECK(cudaGraphLaunch(g.exec, stream_));
-  ++stats_.units_replayed;
-  if (time_it) {
-    INFX_CUDA_CHECK(cudaEventRecord(stop_, stream_));
-    timing_pending_ = true;
-  }
-  last_ = LastUnit{hash, true};
-  size_ = 0;
-  key_.clear();
-  ++flushes_;
+  RunUnit([&] {
+    g.last_use = clock_;
+    INFX_CUDA_CHECK(cudaGraphLaunch(g.exec, stream_));
+    ++stats_.units_replayed;
+    last_ = LastUnit{hash, true};
+  });
 }
 
 bool Recorder::CachedWithPrefix(uint64_t hash) const {
@@ -157,7 +159,7 @@ void Recorder::ReplayWithPrefix(uint64_t hash) {
   const auto t0 = std::chrono::steady_clock::now();
   LaunchCached(graphs_.at(hash), hash);
   ++stats_.prefix_replays;
-  stats_.host_flush_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  AddHostTime(t0);
 }
 
 }  // namespace infernix::cuda

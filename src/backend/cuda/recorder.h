@@ -12,6 +12,7 @@
 
 #include <cuda_runtime.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <deque>
@@ -113,8 +114,14 @@ class Recorder {
   cudaGraphExec_t Capture();
   void Evict();
   void CollectTiming();
-  // Launches a cached graph for the queued unit (timed like any unit) and clears the queue.
+  // Runs the queued unit as run() says (eagerly, captured, a cached graph), timed with the events when
+  // none is pending, then clears the queue.
+  template <typename Run>
+  void RunUnit(Run&& run);
+  // RunUnit with a cached graph for the queued unit.
   void LaunchCached(Graph& g, uint64_t hash);
+  // Host time since `since`, to stats_.host_flush_ms.
+  void AddHostTime(std::chrono::steady_clock::time_point since);
 
   cudaStream_t stream_;
   bool use_graphs_;

@@ -4,6 +4,7 @@
 
 #include "backend/cuda/backend.h"
 #include "backend/cuda/check.h"
+#include "base/check.h"
 
 namespace infernix {
 
@@ -74,6 +75,12 @@ float* CudaState::Conv(int layer) const {
 float* CudaState::Recurrent(int layer) const {
   INFX_CHECK(layer >= 0 && layer < spec_.n_linear_layers);
   return static_cast<float*>(recurrent_.data()) + layer * rec_layer_elems_;
+}
+
+CudaState& AsCudaState(SequenceState& state, const CudaBackend* backend) {
+  auto* st = dynamic_cast<CudaState*>(&state);
+  INFX_CHECK_MSG(st != nullptr && st->owner() == backend, "state was not created by this CUDA backend");
+  return *st;
 }
 
 }  // namespace infernix

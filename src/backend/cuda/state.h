@@ -41,4 +41,7 @@ class CudaState final : public SequenceState {
   cuda::DeviceBuffer kv_, page_table_, conv_, recurrent_;
 };
 
+// state as the CudaState that `backend` made; a clear error for any other.
+CudaState& AsCudaState(SequenceState& state, const CudaBackend* backend);
+
 }  // namespace infernix
