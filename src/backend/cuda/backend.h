@@ -223,6 +223,16 @@ class CudaBackend final : public Backend {
   cuda::GemmLt gemm_;
   cuda::Recorder recorder_;
   cuda::GemvBatch gemv_{};
+  // A GEMV whose residual epilogue's norm feeds the pending group (its x): held until that group is
+  // launched, which then decides whether the norm is deferred (cuda::GemvResidual::deferred, kGemvXScaled:
+  // no block of the held GEMV waits for the others to normalise) or made by the held GEMV's last block.
+  // deferred_x_: x times the norm's weight, scratch of the pending group's shape.
+  cuda::GemvBatch held_producer_{};
+  bool producer_held_ = false;
+  void* deferred_x_ = nullptr;
+  // Whether the product of x (the pending GEMV's normalised output) and w may start a group with the
+  // pending GEMV held (above).
+  bool CanHoldProducer(const Tensor& x, const Tensor& w, const cuda::GemvPrologue& pro) const;
   std::optional<BatchLayout> layout_host_;
   cuda::DeviceLayout layout_device_{};
   std::map<const void*, ExpertTableEntry> expert_tables_;

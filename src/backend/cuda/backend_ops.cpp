@@ -80,8 +80,7 @@ void CudaBackend::RmsNorm(const Tensor& x, const Tensor& weight, float eps, bool
     return;
   }
   if (ResidualNormFusable(x, weight, out)) {  // x = residual + the product of the pending GEMV
-    join(gemv_.res);
-    FlushGemv();
+    join(gemv_.res);  // still pending: the GEMV that reads out may finish the norm (CanHoldProducer)
     return;
   }
   if (pending_ == Pending::kAdd && x.data == pending_out_.data && x.numel() == pending_out_.numel()) {
@@ -238,8 +237,15 @@ Tensor CudaBackend::DenseWeight(int64_t rows, int64_t k) {
 void CudaBackend::JoinGemv(const Tensor& x, const Tensor& w, Tensor out, const cuda::GemvPrologue& pro) {
   const int64_t n = x.rows(), k = x.cols();
   INFX_CHECK(Disjoint(x, out));
-  if (gemv_.n_segments > 0 && (gemv_.x != x.data || gemv_.n != n || gemv_.k != k || gemv_.w_type != Dt(w) ||
-                               gemv_.n_segments == 4 || pro.kind != cuda::kGemvXPlain || gemv_.silu_out != nullptr))
+  if (CanHoldProducer(x, w, pro)) {
+    held_producer_ = gemv_;
+    producer_held_ = true;
+    gemv_ = cuda::GemvBatch{};
+    deferred_x_ = Scratch(DType::kBF16, {n, k}).data;
+  }
+  if (gemv_.n_segments > 0 &&
+      (gemv_.x != x.data || gemv_.n != n || gemv_.k != k || gemv_.w_type != Dt(w) || gemv_.n_segments == 4 ||
+       pro.kind != cuda::kGemvXPlain || gemv_.silu_out != nullptr || gemv_.res.out != nullptr))
     FlushGemv();
   if (gemv_.n_segments == 0) gemv_.pro = pro;
   cuda::GemvSegment& sg = gemv_.seg[gemv_.n_segments++];
@@ -299,6 +305,15 @@ bool CudaBackend::MoeResidualNormFusable(const Tensor& x, const Tensor& weight, 
          Aligned(out.data, 16) && (out.data == x.data || Disjoint(x, out)) &&
          (weight.dtype != DType::kBF16 || Aligned(weight.data, 16)) &&
          x.rows() * ((x.cols() + 15) / 16) <= kGemvSumsCapacity;
+}
+
+bool CudaBackend::CanHoldProducer(const Tensor& x, const Tensor& w, const cuda::GemvPrologue& pro) const {
+  const int64_t n = x.rows(), k = x.cols(), tiles = (k + 15) / 16;
+  return options_.fuse && !producer_held_ && gemv_.n_segments == 1 && gemv_.res.norm_out == x.data &&
+         gemv_.res.deferred == nullptr && gemv_.w_type == cuda::kBF16 && PendingGemvFuses() &&
+         gemv_tail_.route.ids == nullptr && gemv_tail_.conv.out == nullptr && pro.kind == cuda::kGemvXPlain &&
+         w.dtype == DType::kBF16 && n == gemv_.n && n <= cuda::kGemvNormMaxTokens && k == gemv_.seg[0].rows &&
+         x.numel() == n * k && n * tiles <= cuda::kGemvScaledMaxSums && tiles % 4 == 0 && k % 8 == 0;
 }
 
 bool CudaBackend::ResidualNormFusable(const Tensor& x, const Tensor& weight, const Tensor& out) const {

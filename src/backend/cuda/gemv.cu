@@ -136,6 +136,34 @@ __device__ __forceinline__ void ConvStep(const GemvConv& cv, int64_t token, int6
     if (j < keep) st[j * channels] = j + 1 < keep ? win[j + 1] : x;
 }
 
+// kGemvXScaled: threads of a block that write a chunk of the normalised rows (chunk c = thread * blocks +
+// block, c < n * k / 8; GemvXScaledFits: at most one per thread).
+__host__ __device__ inline int ScaledSliceThreads(int64_t n, int64_t k, int64_t blocks) {
+  return static_cast<int>((n * (k / 8) + blocks - 1) / blocks);
+}
+
+// kGemvXScaled, by the 4 reducing warps (whole warps, q = warp): 1 / rms of the token whose sums lane ln
+// stores (2 (ln & 3) + (q & 1)), from the sums of squares staged in ss [n][ss_tiles], added as
+// NormalizeRows adds them (lane-strided, then across the warp), so the bits are the elected block's.
+// Warps 0 and 1 also leave every token's factor in inv (for the slice of normalised rows).
+__device__ __forceinline__ float ScaledInv(const GemvPrologue& pro, const float* ss, int n, int64_t k, int q, int ln,
+                                           float* inv) {
+  const int tiles = pro.ss_tiles;
+  float mine = 0.0f;
+#pragma unroll
+  for (int tt = 0; tt < 4; ++tt) {
+    const int token = 2 * tt + (q & 1);
+    if (token < n) {  // the same for the whole warp
+      float s = 0.0f;
+      for (int i = ln; i < tiles; i += 32) s += ss[token * tiles + i];
+      s = RmsInv(WarpSum(s), k, pro.eps);
+      if ((ln & 3) == tt) mine = s;
+      if (ln == 0 && q < 2) inv[token] = s;
+    }
+  }
+  return mine;
+}
+
 // kTiles: tiles of 8 tokens (1: n <= 8, 2: n <= 16); kUnroll: steps of weight loads in flight per thread;
 // kX: where x comes from (GemvXKind); kTail: what follows in the same launch (GemvTailKind; `tail` is
 // unused without one); kW: the weights' type, bf16 (a step: 32 values, 16 bytes of two rows per thread) or
@@ -144,9 +172,10 @@ __device__ __forceinline__ void ConvStep(const GemvConv& cv, int64_t token, int6
 // tile, or with the SiLU epilogue a pair of tiles (i: gate, i + items: up).
 enum GemvTailKind : int { kTailNone = 0, kTailRoute = 1, kTailConv = 2 };
 template <int kTiles, int kUnroll, int kX, int kTail, int kW = kBF16>
-__global__ void __launch_bounds__(32 * kWarps, kTail == kTailConv ? 2 : 0) GemvKernel(GemvBatch p, GemvTail tail) {
+__global__ void __launch_bounds__(32 * kWarps, kTail == kTailConv || kX == kGemvXScaled ? 2 : 0)
+    GemvKernel(GemvBatch p, GemvTail tail) {
   static_assert(kW == kBF16 || (kW == kF8E4M3B128 && kTiles == 1), "FP8 weights: tokens of one tile");
-  extern __shared__ __align__(16) uint8_t smem[];  // kGemvXNorm: the normalised rows
+  extern __shared__ __align__(16) uint8_t smem[];  // kGemvXNorm: the normalised rows; kGemvXScaled: the sums
   AllowDependentLaunch();                          // the next kernel may get ready; it waits for this one's results
   int64_t total_tiles = 0;
 #pragma unroll
@@ -174,6 +203,16 @@ __global__ void __launch_bounds__(32 * kWarps, kTail == kTailConv ? 2 : 0) GemvK
   };
   __shared__ float partial[kWarps][kTiles * 4][32];
   __shared__ float tile_ss[4][4];  // res.norm_out: TileSquares
+  // kGemvXScaled: the sums of squares of the GEMV before, then this block's slice of the normalised rows
+  // to write (a 16-byte chunk for each of its first slice_threads threads: the residual sum's, then the
+  // norm weight's), all copied into the dynamic shared memory right after the wait, while the first tile
+  // streams; 1 / rms per token.
+  float* scaled_ss = reinterpret_cast<float*>(smem);
+  uint4* slice = reinterpret_cast<uint4*>(smem + (kX == kGemvXScaled ? n * p.pro.ss_tiles * 4 : 0));
+  const int64_t slice_chunk = static_cast<int64_t>(threadIdx.x) * gridDim.x + blockIdx.x;
+  const int slice_threads = kX == kGemvXScaled ? ScaledSliceThreads(n, k, gridDim.x) : 0;
+  __shared__ float scaled_inv[kGemvNormMaxTokens];
+  bool sliced = false;
   bool waited = false;
   const bool paired = p.silu_out != nullptr;
   const int64_t items = paired ? total_tiles / 2 : total_tiles;
@@ -202,6 +241,16 @@ __global__ void __launch_bounds__(32 * kWarps, kTail == kTailConv ? 2 : 0) GemvK
         if (!waited) {  // x is ready (no-op without a programmatic launch)
           WaitForPrevious();
           if constexpr (kX == kGemvXNorm) StageNormedX(p.pro, static_cast<int>(n), static_cast<int>(k), xs);
+          if constexpr (kX == kGemvXScaled) {
+            for (int i = threadIdx.x; i < static_cast<int>(n) * p.pro.ss_tiles / 4; i += blockDim.x)
+              CpAsync16(scaled_ss + 4 * i, p.pro.ss + 4 * i);
+            if (slice_chunk < n * chunks) {
+              CpAsync16(slice + threadIdx.x, static_cast<const bf16*>(p.pro.a) + slice_chunk * 8);
+              CpAsync16(slice + slice_threads + threadIdx.x,
+                        static_cast<const bf16*>(p.pro.w) + slice_chunk % chunks * 8);
+            }
+            CpAsyncCommit();
+          }
           waited = true;
         }
       };
@@ -283,6 +332,7 @@ __global__ void __launch_bounds__(32 * kWarps, kTail == kTailConv ? 2 : 0) GemvK
         }
       }
 
+      if constexpr (kX == kGemvXScaled) CpAsyncWait<0>();  // visible to all after the __syncthreads below
 #pragma unroll
       for (int j = 0; j < kTiles; ++j)
 #pragma unroll
@@ -297,10 +347,16 @@ __global__ void __launch_bounds__(32 * kWarps, kTail == kTailConv ? 2 : 0) GemvK
         int64_t row = row0 + (ln >> 2) + (e >= 2 ? 8 : 0);
         int64_t token = j * 8 + 2 * (ln & 3) + (e & 1);
         float h = 0.0f;  // res: this row of token's residual sum
+        float scale = 1.0f;  // kGemvXScaled: 1 / rms of the token (kTiles == 1)
+        if constexpr (kX == kGemvXScaled)
+          scale = ScaledInv(p.pro, scaled_ss, static_cast<int>(n), k, q, ln, scaled_inv);
         if (row < rows && token < n) {
           const int64_t i = token * rows + row;
+          if constexpr (kX == kGemvXScaled) sum *= scale;
           if (!paired) {
             h = StoreGemvSum(p.res, sg, i, sum);
+            if (p.res.deferred != nullptr)  // x times the norm's weight, for the next GEMV (kGemvXScaled)
+              StoreF(p.res.deferred, kBF16, i, h * (LoadF(p.res.w, p.res.w_dtype, row) + p.res.w_offset));
             if constexpr (kTail == kTailConv) {
               if (tile < (p.seg[0].rows + 15) / 16) ConvStep(tail.conv, token, row, rows, RoundBf16(sum));
             }
@@ -312,17 +368,34 @@ __global__ void __launch_bounds__(32 * kWarps, kTail == kTailConv ? 2 : 0) GemvK
       }
       __syncthreads();  // partial is reused by the next tile
       if (p.res.norm_out != nullptr) WriteTileSquares(p.res, static_cast<int>(n), rows, local, tile_ss);
+      if constexpr (kX == kGemvXScaled) {
+        if (!sliced && slice_chunk < n * chunks) {  // the normalised rows for later readers, a slice per block
+          const uint4 raw = slice[threadIdx.x], wraw = slice[slice_threads + threadIdx.x];
+          const bf16* e = reinterpret_cast<const bf16*>(&raw);
+          const bf16* we = reinterpret_cast<const bf16*>(&wraw);
+          const float inv = scaled_inv[slice_chunk / chunks];
+          float v[8];
+#pragma unroll
+          for (int q = 0; q < 8; ++q)
+            v[q] = RmsScale(__bfloat162float(e[q]), inv, __bfloat162float(we[q]), p.pro.w_offset);
+          Store8(static_cast<bf16*>(p.pro.out) + slice_chunk * 8, v);
+        }
+        sliced = true;
+      }
     }
-  if (p.res.norm_out != nullptr) FinishResidualNorm(p.res, static_cast<int>(n), static_cast<int>(p.seg[0].rows));
+  if (p.res.norm_out != nullptr && p.res.deferred == nullptr)
+    FinishResidualNorm(p.res, static_cast<int>(n), static_cast<int>(p.seg[0].rows));
   if constexpr (kTail == kTailRoute) FinishRouting(p, tail.route);
 }
 
-
 template <int kTiles, int kUnroll, int kX, int kTail = kTailNone, int kW = kBF16>
 void Launch(cudaStream_t s, const GemvBatch& batch, int64_t tiles, const GemvTail& tail = {}) {
-  const size_t smem = kX == kGemvXNorm ? GemvNormSmemBytes(batch.n, batch.k) : 0;
   // With the norm, as many blocks as fit (each computes the normalised rows once); else a block per tile.
   const int64_t items = batch.silu_out != nullptr ? tiles / 2 : tiles;
+  const size_t smem = kX == kGemvXNorm     ? GemvNormSmemBytes(batch.n, batch.k)
+                      : kX == kGemvXScaled ? static_cast<size_t>(batch.n * batch.pro.ss_tiles) * sizeof(float) +
+                                                 2 * ScaledSliceThreads(batch.n, batch.k, items) * sizeof(uint4)
+                                           : 0;
   auto launch = [&](auto kernel) {
     const unsigned grid =
         kX == kGemvXNorm ? PersistentBlocks(kernel, 32 * kWarps, smem, items) : static_cast<unsigned>(items);
@@ -352,6 +425,12 @@ void LaunchOneTile(cudaStream_t s, const GemvBatch& batch, int64_t tiles, const 
     }
   } else if (batch.pro.kind == kGemvXNorm) {
     Launch<1, 8, kGemvXNorm, kTail>(s, batch, tiles, tail);
+  } else if constexpr (kTail == kTailNone) {
+    if (batch.pro.kind == kGemvXScaled) {
+      Launch<1, 8, kGemvXScaled, kTailNone>(s, batch, tiles, tail);
+    } else {
+      Launch<1, 8, kGemvXPlain, kTail>(s, batch, tiles, tail);
+    }
   } else {
     Launch<1, 8, kGemvXPlain, kTail>(s, batch, tiles, tail);
   }
@@ -374,6 +453,18 @@ void ConfigureGemv(size_t max_smem_optin) {
 
 void LaunchGemv(cudaStream_t s, GemvBatch batch) { LaunchGemvWithTail(s, batch, GemvTail{}); }
 
+bool GemvXScaledFits(const GemvBatch& b) {
+  const GemvPrologue& pro = b.pro;
+  int64_t tiles = 0;
+  for (int i = 0; i < b.n_segments; ++i) tiles += (b.seg[i].rows + 15) / 16;
+  const int64_t blocks = b.silu_out != nullptr ? tiles / 2 : tiles;  // Launch: a block per tile (or pair)
+  auto aligned = [](const void* ptr) { return (reinterpret_cast<uintptr_t>(ptr) & 15u) == 0; };
+  return pro.kind == kGemvXScaled && b.w_type == kBF16 && b.n >= 1 && b.n <= kGemvNormMaxTokens && b.k % 8 == 0 &&
+         pro.ss != nullptr && pro.a != nullptr && pro.out != nullptr && pro.w_dtype == kBF16 && aligned(pro.a) &&
+         aligned(pro.w) && aligned(pro.out) && aligned(pro.ss) && pro.ss_tiles % 4 == 0 &&
+         b.n * pro.ss_tiles <= kGemvScaledMaxSums && b.n * (b.k / 8) <= blocks * 32 * kWarps;
+}
+
 void LaunchGemvWithTail(cudaStream_t s, GemvBatch batch, GemvTail tail) {
   int64_t tiles = 0;
   for (int i = 0; i < batch.n_segments; ++i) tiles += (batch.seg[i].rows + 15) / 16;
@@ -384,6 +475,8 @@ void LaunchGemvWithTail(cudaStream_t s, GemvBatch batch, GemvTail tail) {
                batch.seg[1].out_dtype == kBF16);
   CheckGemvResidual(batch);
   if (batch.pro.kind == kGemvXNorm) INFX_CHECK(batch.n <= kGemvNormMaxTokens && batch.pro.counter != nullptr);
+  if (batch.pro.kind == kGemvXScaled)
+    INFX_CHECK(GemvXScaledFits(batch) && tail.route.ids == nullptr && tail.conv.out == nullptr);
   const GemvRouting& route = tail.route;
   if (route.ids != nullptr) {
     INFX_CHECK(batch.pro.kind == kGemvXPlain && batch.silu_out == nullptr && batch.res.out == nullptr &&

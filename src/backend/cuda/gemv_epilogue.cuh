@@ -13,9 +13,11 @@ namespace infernix::cuda {
 // Host: the residual epilogue's preconditions (kernels.h, GemvResidual).
 inline void CheckGemvResidual(const GemvBatch& b) {
   if (b.res.out == nullptr) return;
-  INFX_CHECK(b.n_segments == 1 && b.n <= kGemvNormMaxTokens && b.silu_out == nullptr && b.seg[0].out_dtype == kBF16 &&
-             b.res.in != nullptr &&
-             (b.res.norm_out == nullptr || (b.res.ss != nullptr && b.res.counter != nullptr && b.seg[0].rows % 8 == 0)));
+  INFX_CHECK(
+      b.n_segments == 1 && b.n <= kGemvNormMaxTokens && b.silu_out == nullptr && b.seg[0].out_dtype == kBF16 &&
+      b.res.in != nullptr &&
+      (b.res.norm_out == nullptr || (b.res.ss != nullptr && b.res.counter != nullptr && b.seg[0].rows % 8 == 0)) &&
+      (b.res.deferred == nullptr || (b.res.norm_out != nullptr && b.w_type == kBF16)));
 }
 
 // Stores element i (= token * rows + row) of segment sg's output, sum; with res.out set, the residual sum

@@ -126,8 +126,14 @@ struct GemvSegment {
 //    LaunchAddRmsNorm), and the last block to have read a and b writes a + b to `sum` (when b is set)
 //    and x to `out`, so that later ops see the same tensors as without the fusion. `counter` is a
 //    device int that is zero at launch (the electing block resets it).
-enum GemvXKind : int32_t { kGemvXPlain = 0, kGemvXNorm = 1 };
+//  kGemvXScaled: x is a residual sum times its norm's weight, made by the GEMV before as its deferred
+//    norm (GemvResidual::deferred): this GEMV multiplies its sums by 1 / rms of the sum (`a`, bf16), from
+//    the sums of squares that GEMV's ss_tiles tiles left in ss [n][ss_tiles], and writes RmsNorm(a) to
+//    `out` for later readers (w, w_dtype, w_offset, eps as kGemvXNorm's), a slice per block. bf16 weights,
+//    n <= kGemvNormMaxTokens, n * ss_tiles <= kGemvScaledMaxSums, no tail (GemvXScaledFits).
+enum GemvXKind : int32_t { kGemvXPlain = 0, kGemvXNorm = 1, kGemvXScaled = 2 };
 constexpr int kGemvNormMaxTokens = 8;
+constexpr int kGemvScaledMaxSums = 4096;
 struct GemvPrologue {
   int32_t kind = kGemvXPlain, w_dtype = kBF16;
   const void* a = nullptr;
@@ -137,6 +143,8 @@ struct GemvPrologue {
   void* out = nullptr;
   int32_t* counter = nullptr;
   float eps = 0, w_offset = 0;
+  const float* ss = nullptr;  // kGemvXScaled
+  int32_t ss_tiles = 0, unused = 0;
 };
 // The residual add after a bf16 GEMV of one segment (bf16 out, n <= kGemvNormMaxTokens), fused in as its
 // epilogue: out = in + the product (the product rounded to bf16 first, the sum rounded as LaunchBinary's
@@ -144,7 +152,9 @@ struct GemvPrologue {
 // the segment's out). With norm_out set, also norm_out = RmsNorm(out) (weight w of dtype w_dtype, plus
 // w_offset; eps): each 16-row tile leaves the sums of squares of its rows per token in ss [n][tiles],
 // and the last block to finish (elected through `counter`, a device int that is zero at launch and
-// that it resets) adds them in a fixed order and writes the normalised rows. norm_out may be out.
+// that it resets) adds them in a fixed order and writes the normalised rows. norm_out may be out. With
+// deferred set instead, no block normalises: each tile writes out times the norm's weight (plus w_offset)
+// to deferred ([n][rows] bf16), and the next GEMV, whose x that is, finishes the norm (kGemvXScaled).
 struct GemvResidual {
   const void* in = nullptr;
   void* out = nullptr;
@@ -154,6 +164,7 @@ struct GemvResidual {
   int32_t* counter = nullptr;
   int32_t w_dtype = kBF16;
   float eps = 0, w_offset = 0;
+  void* deferred = nullptr;
 };
 // Shared memory of a GEMV with a kGemvXNorm prologue (the normalised rows), and whether it fits.
 size_t GemvNormSmemBytes(int64_t n, int64_t k);
@@ -173,6 +184,9 @@ struct GemvBatch {
   GemvResidual res;
 };
 constexpr int kGemvMaxTokens = 16;
+// Whether a batch with a kGemvXScaled prologue can launch: bf16 weights and norm weight, 16-byte aligned
+// rows, and blocks enough for one 16-byte chunk of the normalised rows per thread.
+bool GemvXScaledFits(const GemvBatch& b);
 // The MoE routing of the router's logits fused into its decode GEMV (bf16, plain x, no epilogue): with ids
 // set, segment 0's output (f32 logits [n, n_experts], n <= kGemvNormMaxTokens, n_experts <=
 // kGemvRoutingMaxExperts) is routed as MoeRouting says by the last block to finish, elected through

@@ -125,7 +125,10 @@ TEST(CudaGraphs, ReplayedDecodeStepsEqualEagerOnesAndFusionKeepsResults) {
     std::printf("[ metric ] graphs batch %d: %lld eager, %lld captured, %lld replayed units, %lld commands\n", batch,
                 static_cast<long long>(gs.units_eager), static_cast<long long>(gs.units_captured),
                 static_cast<long long>(gs.units_replayed), static_cast<long long>(gs.commands));
-    ExpectClose(b, c, 2e-3, 2e-2, "fused vs unfused batch " + std::to_string(batch));
+    // At one token the norm after o_proj and down is deferred to the GEMV that reads it: bf16 rounds
+    // h * w there and h * w / rms unfused (one rounding each, in different places), 3.9e-3 apart through
+    // the two layers; otherwise the fused path is within 8e-4 of the unfused one.
+    ExpectClose(b, c, batch == 1 ? 6e-3 : 2e-3, 2e-2, "fused vs unfused batch " + std::to_string(batch));
     ExpectClose(b, ref, 1e-2, 4e-2, "CUDA vs CPU batch " + std::to_string(batch));
   }
 }
