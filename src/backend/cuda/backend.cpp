@@ -128,7 +128,7 @@ void CudaBackend::FlushGemv() {
     pro.ss_tiles = static_cast<int32_t>((producer.seg[0].rows + 15) / 16);
     consumer.x = deferred_x_;
     // One token only: at 8 (Qwen3-8B, H200) the deferred norm made decode steps 2.7% slower, while at one
-    // it shortened them by 1.7% (docs/performance.md, seventeenth session).
+    // it took 1.5% off the step span (docs/performance.md, seventeenth session).
     if (gemv_.n_segments > 0 && gemv_.x == r.norm_out && PendingGemvFuses() && gemv_.n == producer.n &&
         producer.n == 1 && gemv_.pro.kind == cuda::kGemvXPlain && gemv_tail_.route.ids == nullptr &&
         gemv_tail_.conv.out == nullptr && cuda::GemvXScaledFits(consumer)) {
