@@ -2,12 +2,13 @@
 // streaming each weight once per call at memory bandwidth. Up to 4 products sharing x (q/k/v, gate/up)
 // run as one launch.
 //
-// A block owns 16 weight rows (one m16n8k16 tensor-core tile); its 8 warps split k. Each thread loads
+// A block owns 16 weight rows (one m16n8k16 tensor-core tile); its 8 warps split k (4 where a launch's
+// tiles would take just over one wave of 8-warp blocks: GemvFourWarps). Each thread loads
 // 16 contiguous bytes (8 values) of row g and of row g + 8 per step, and the 16 bytes of x at the same
 // k from token g; two mma.sync consume them. This works because a dot product does not care about the
 // order of k: thread (g, t) feeds its 8 values into the fragment slots {2t, 2t+1, 2t+8, 2t+9} of two
 // consecutive mmas, and x is loaded with the very same permutation, so A and B stay consistent.
-// Partial sums of the 8 warps are added in shared memory in a fixed order (deterministic).
+// Partial sums of the warps are added in shared memory in a fixed order (deterministic).
 //
 // On sm_90 the kernel is launched as a programmatic dependent of the kernel before it: it issues its
 // first weight loads (weights never change) before waiting for that kernel's results (x), so weight
@@ -168,12 +169,18 @@ __device__ __forceinline__ float ScaledInv(const GemvPrologue& pro, const float*
 // kX: where x comes from (GemvXKind); kTail: what follows in the same launch (GemvTailKind; `tail` is
 // unused without one); kW: the weights' type, bf16 (a step: 32 values, 16 bytes of two rows per thread) or
 // f8_e4m3_b128 in the device layout (f8_step.cuh: 64 values, 16 bytes of codes of two rows per thread and
-// their block scales; kTiles 1, k % 512 == 0). A block takes work items blockIdx.x, + gridDim.x, ...: a
-// tile, or with the SiLU epilogue a pair of tiles (i: gate, i + items: up).
+// their block scales; kTiles 1, k % 512 == 0); kBlockWarps: the warps that split k (8, or 4: GemvFourWarps). A block
+// takes work items blockIdx.x, + gridDim.x, ...: a tile, or with the SiLU epilogue a pair of tiles (i: gate, i + items:
+// up).
 enum GemvTailKind : int { kTailNone = 0, kTailRoute = 1, kTailConv = 2 };
-template <int kTiles, int kUnroll, int kX, int kTail, int kW = kBF16>
-__global__ void __launch_bounds__(32 * kWarps, kTail == kTailConv || kX == kGemvXScaled ? 2 : 0)
+template <int kTiles, int kUnroll, int kX, int kTail, int kW = kBF16, int kBlockWarps = kWarps>
+__global__ void __launch_bounds__(32 * kBlockWarps, kBlockWarps == 4                           ? 4
+                                                    : kTail == kTailConv || kX == kGemvXScaled ? 2
+                                                                                               : 0)
     GemvKernel(GemvBatch p, GemvTail tail) {
+  static_assert(kBlockWarps == 8 || (kX != kGemvXNorm && kTiles == 1), "4 warps: no staged norm, one tile");
+  constexpr int kSums = kWarps, kAccs = kSums / kBlockWarps;
+  static_assert(kUnroll % kAccs == 0, "a round's steps must cycle through a warp's partial sums");
   static_assert(kW == kBF16 || (kW == kF8E4M3B128 && kTiles == 1), "FP8 weights: tokens of one tile");
   extern __shared__ __align__(16) uint8_t smem[];  // kGemvXNorm: the normalised rows; kGemvXScaled: the sums
   AllowDependentLaunch();                          // the next kernel may get ready; it waits for this one's results
@@ -201,7 +208,7 @@ __global__ void __launch_bounds__(32 * kWarps, kTail == kTailConv || kX == kGemv
     if constexpr (kX == kGemvXNorm) return *reinterpret_cast<const uint4*>(xs + xo[j] + c * 8);
     return __ldg(reinterpret_cast<const uint4*>(x + xo[j]) + c);
   };
-  __shared__ float partial[kWarps][kTiles * 4][32];
+  __shared__ float partial[kSums][kTiles * 4][32];
   __shared__ float tile_ss[4][4];  // res.norm_out: TileSquares
   // kGemvXScaled: the sums of squares of the GEMV before, then this block's slice of the normalised rows
   // to write (a 16-byte chunk for each of its first slice_threads threads: the residual sum's, then the
@@ -234,9 +241,13 @@ __global__ void __launch_bounds__(32 * kWarps, kTail == kTailConv || kX == kGemv
         }
       }
       const int64_t rows = sg.rows, row0 = local * 16;
-      float acc[kTiles][4];
+      // Partial sums: kSums per tile whatever the warps (a warp holds kSums / kBlockWarps of them, step u of a
+      // round going into acc[u % kAccs]), so that 4 warps add the same products in the same order as 8.
+      float acc[kAccs][kTiles][4];
 #pragma unroll
-      for (int j = 0; j < kTiles; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
+      for (int a = 0; a < kAccs; ++a)
+#pragma unroll
+        for (int j = 0; j < kTiles; ++j) acc[a][j][0] = acc[a][j][1] = acc[a][j][2] = acc[a][j][3] = 0.0f;
       auto wait_for_x = [&] {
         if (!waited) {  // x is ready (no-op without a programmatic launch)
           WaitForPrevious();
@@ -262,7 +273,7 @@ __global__ void __launch_bounds__(32 * kWarps, kTail == kTailConv || kX == kGemv
         auto load_weights = [&](int64_t s0) {
 #pragma unroll
           for (int u = 0; u < kUnroll; ++u) {
-            int64_t c = (s0 + u * kWarps) * 4 + t;
+            int64_t c = (s0 + u * kBlockWarps) * 4 + t;
             bool ok = c < chunks;
             a[u] = ok ? __ldcs(wg + c) : zero;
             b[u] = ok ? __ldcs(wh + c) : zero;
@@ -270,12 +281,12 @@ __global__ void __launch_bounds__(32 * kWarps, kTail == kTailConv || kX == kGemv
         };
         load_weights(warp);
         wait_for_x();
-        for (int64_t s0 = warp; s0 < steps; s0 += kWarps * kUnroll) {
+        for (int64_t s0 = warp; s0 < steps; s0 += kBlockWarps * kUnroll) {
           if (s0 != warp) load_weights(s0);
           uint4 xr[kUnroll][kTiles];
 #pragma unroll
           for (int u = 0; u < kUnroll; ++u) {
-            int64_t c = (s0 + u * kWarps) * 4 + t;
+            int64_t c = (s0 + u * kBlockWarps) * 4 + t;
             bool ok = c < chunks;
 #pragma unroll
             for (int j = 0; j < kTiles; ++j) xr[u][j] = ok && xv[j] ? load_x(j, c) : zero;
@@ -284,8 +295,9 @@ __global__ void __launch_bounds__(32 * kWarps, kTail == kTailConv || kX == kGemv
           for (int u = 0; u < kUnroll; ++u) {
 #pragma unroll
             for (int j = 0; j < kTiles; ++j) {
-              MmaBf16(acc[j], a[u].x, b[u].x, a[u].y, b[u].y, xr[u][j].x, xr[u][j].y);
-              MmaBf16(acc[j], a[u].z, b[u].z, a[u].w, b[u].w, xr[u][j].z, xr[u][j].w);
+              float* c = acc[u % kAccs][j];
+              MmaBf16(c, a[u].x, b[u].x, a[u].y, b[u].y, xr[u][j].x, xr[u][j].y);
+              MmaBf16(c, a[u].z, b[u].z, a[u].w, b[u].w, xr[u][j].z, xr[u][j].w);
             }
           }
         }
@@ -298,7 +310,7 @@ __global__ void __launch_bounds__(32 * kWarps, kTail == kTailConv || kX == kGemv
         auto load_weights = [&](int64_t s0) {
 #pragma unroll
           for (int u = 0; u < kUnroll; ++u) {
-            const int64_t st = s0 + u * kWarps;
+            const int64_t st = s0 + u * kBlockWarps;
             if (st < steps) {
               LoadF8<16>(rg, static_cast<int>(st), t, static_cast<int>(k), &f[u].a, &f[u].sa);
               LoadF8<16>(rh, static_cast<int>(st), t, static_cast<int>(k), &f[u].b, &f[u].sb);
@@ -310,12 +322,12 @@ __global__ void __launch_bounds__(32 * kWarps, kTail == kTailConv || kX == kGemv
         load_weights(warp);
         wait_for_x();
         const bf16* xrow = kX == kGemvXNorm ? xs + xo[0] : x + xo[0];
-        for (int64_t s0 = warp; s0 < steps; s0 += kWarps * kUnroll) {
+        for (int64_t s0 = warp; s0 < steps; s0 += kBlockWarps * kUnroll) {
           if (s0 != warp) load_weights(s0);
           F8Step::X xr[kUnroll];
 #pragma unroll
           for (int u = 0; u < kUnroll; ++u) {
-            const int64_t st = s0 + u * kWarps;
+            const int64_t st = s0 + u * kBlockWarps;
             if (st < steps && xv[0]) {
               if constexpr (kX == kGemvXNorm) {
                 const uint4* px = reinterpret_cast<const uint4*>(xrow) + st * 8 + 2 * t;
@@ -328,7 +340,7 @@ __global__ void __launch_bounds__(32 * kWarps, kTail == kTailConv || kX == kGemv
             }
           }
 #pragma unroll
-          for (int u = 0; u < kUnroll; ++u) F8Step::Mma(acc[0], f[u], xr[u]);
+          for (int u = 0; u < kUnroll; ++u) F8Step::Mma(acc[u % kAccs][0], f[u], xr[u]);
         }
       }
 
@@ -336,13 +348,15 @@ __global__ void __launch_bounds__(32 * kWarps, kTail == kTailConv || kX == kGemv
 #pragma unroll
       for (int j = 0; j < kTiles; ++j)
 #pragma unroll
-        for (int q = 0; q < 4; ++q) partial[warp][j * 4 + q][lane] = acc[j][q];
+        for (int q = 0; q < 4; ++q)
+#pragma unroll
+          for (int a = 0; a < kAccs; ++a) partial[warp + kBlockWarps * a][j * 4 + q][lane] = acc[a][j][q];
       __syncthreads();
       if (threadIdx.x < kTiles * 4 * 32) {
         int q = threadIdx.x >> 5, ln = threadIdx.x & 31;
         float sum = 0;
 #pragma unroll
-        for (int i = 0; i < kWarps; ++i) sum += partial[i][q][ln];
+        for (int i = 0; i < kSums; ++i) sum += partial[i][q][ln];
         int j = q >> 2, e = q & 3;
         int64_t row = row0 + (ln >> 2) + (e >= 2 ? 8 : 0);
         int64_t token = j * 8 + 2 * (ln & 3) + (e & 1);
@@ -388,7 +402,7 @@ __global__ void __launch_bounds__(32 * kWarps, kTail == kTailConv || kX == kGemv
   if constexpr (kTail == kTailRoute) FinishRouting(p, tail.route);
 }
 
-template <int kTiles, int kUnroll, int kX, int kTail = kTailNone, int kW = kBF16>
+template <int kTiles, int kUnroll, int kX, int kTail = kTailNone, int kW = kBF16, int kBlockWarps = kWarps>
 void Launch(cudaStream_t s, const GemvBatch& batch, int64_t tiles, const GemvTail& tail = {}) {
   // With the norm, as many blocks as fit (each computes the normalised rows once); else a block per tile.
   const int64_t items = batch.silu_out != nullptr ? tiles / 2 : tiles;
@@ -398,14 +412,30 @@ void Launch(cudaStream_t s, const GemvBatch& batch, int64_t tiles, const GemvTai
                                            : 0;
   auto launch = [&](auto kernel) {
     const unsigned grid =
-        kX == kGemvXNorm ? PersistentBlocks(kernel, 32 * kWarps, smem, items) : static_cast<unsigned>(items);
-    LaunchDependent(kernel, dim3(grid), dim3(32 * kWarps), smem, s, batch, tail);
+        kX == kGemvXNorm ? PersistentBlocks(kernel, 32 * kBlockWarps, smem, items) : static_cast<unsigned>(items);
+    LaunchDependent(kernel, dim3(grid), dim3(32 * kBlockWarps), smem, s, batch, tail);
   };
-  launch(GemvKernel<kTiles, kUnroll, kX, kTail, kW>);
+  launch(GemvKernel<kTiles, kUnroll, kX, kTail, kW, kBlockWarps>);
 }
 
 // FP8 weights: 4 steps of 64 values in flight per thread (a warp's share of a 2048-value row in one round).
 constexpr int kUnrollF8 = 4;
+
+// Blocks of 4 warps instead of 8 (adding the same partial sums: the same bits) where a launch's tiles would
+// take more than one wave of 8-warp blocks (2 per SM at 128 registers) but fit in one of 4-warp blocks (4 per
+// SM): bf16 weights, one tile of tokens, k >= 4096, no residual epilogue (its last block normalises with 8
+// warps). Qwen3-8B's q/k/v (384 tiles on 132 SMs) took 16.1 instead of 17.1 us per layer, +0.7-0.9% tokens/s
+// at batch 1 (docs/performance.md, eighteenth session); at k = 2048 (Qwen3-30B-A3B's q/k/v, 320 tiles, one
+// round of loads per tile as 8 warps, two as 4) 0.5-1% slower; the residual GEMVs (o_proj, down), every
+// launch, or the experts' up kernel (Qwen3-Next's 352 items) as 4-warp blocks were slower.
+bool GemvFourWarps(const GemvBatch& b, int64_t tiles) {
+  if (b.w_type != kBF16 || b.n > 8 || b.k < 4096 || b.res.out != nullptr) return false;
+  int device = 0, sms = 0;
+  INFX_CUDA_CHECK(cudaGetDevice(&device));
+  INFX_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const int64_t items = b.silu_out != nullptr ? tiles / 2 : tiles;
+  return items > 2 * int64_t{sms} && items <= 4 * int64_t{sms};
+}
 
 // The kernel for a batch's weight type (bf16 at one tile of tokens, or FP8) and x.
 // (The routing tail takes x as it is.)
@@ -426,8 +456,15 @@ void LaunchOneTile(cudaStream_t s, const GemvBatch& batch, int64_t tiles, const 
   } else if (batch.pro.kind == kGemvXNorm) {
     Launch<1, 8, kGemvXNorm, kTail>(s, batch, tiles, tail);
   } else if constexpr (kTail == kTailNone) {
+    const bool four = GemvFourWarps(batch, tiles);
     if (batch.pro.kind == kGemvXScaled) {
-      Launch<1, 8, kGemvXScaled, kTailNone>(s, batch, tiles, tail);
+      if (four) {
+        Launch<1, 8, kGemvXScaled, kTailNone, kBF16, 4>(s, batch, tiles, tail);
+      } else {
+        Launch<1, 8, kGemvXScaled, kTailNone>(s, batch, tiles, tail);
+      }
+    } else if (four) {
+      Launch<1, 8, kGemvXPlain, kTailNone, kBF16, 4>(s, batch, tiles, tail);
     } else {
       Launch<1, 8, kGemvXPlain, kTail>(s, batch, tiles, tail);
     }
@@ -462,7 +499,8 @@ bool GemvXScaledFits(const GemvBatch& b) {
   return pro.kind == kGemvXScaled && b.w_type == kBF16 && b.n >= 1 && b.n <= kGemvNormMaxTokens && b.k % 8 == 0 &&
          pro.ss != nullptr && pro.a != nullptr && pro.out != nullptr && pro.w_dtype == kBF16 && aligned(pro.a) &&
          aligned(pro.w) && aligned(pro.out) && aligned(pro.ss) && pro.ss_tiles % 4 == 0 &&
-         b.n * pro.ss_tiles <= kGemvScaledMaxSums && b.n * (b.k / 8) <= blocks * 32 * kWarps;
+         b.n * pro.ss_tiles <= kGemvScaledMaxSums &&
+         b.n * (b.k / 8) <= blocks * 32 * 4;  // blocks of 4 warps or 8 (GemvFourWarps)
 }
 
 void LaunchGemvWithTail(cudaStream_t s, GemvBatch batch, GemvTail tail) {

@@ -1,5 +1,6 @@
 // CPU-vs-CUDA tests of MatMul on each of its paths: the small-batch tensor-core GEMV (alone and
 // merged with its neighbours), cuBLASLt, and the CUDA-core fallback for other dtypes.
+#include <cmath>
 #include <cstring>
 
 #include "backend/cuda/kernels.h"
@@ -70,6 +71,58 @@ TEST(CudaMatMul, MergedGemvsMatchSeparateProducts) {
   for (int i = 0; i < 4; ++i)
     ExpectClose(rig.Gpu(out[static_cast<size_t>(i)].gpu), Rig::Cpu(out[static_cast<size_t>(i)].cpu), 4e-3, 1e-2,
                 "merged gemv #" + std::to_string(i));
+}
+
+// A launch whose tiles would take more than one wave of 8-warp blocks (2 per SM) but fit in one of 4-warp
+// blocks (4 per SM) runs as the latter where k >= 4096 (gemv.cu, GemvFourWarps; Qwen3-8B's q/k/v): here 3
+// tiles per SM, read as plain x and (one token) with the norm of the residual GEMV before deferred to it, and
+// as a gate/up pair.
+TEST(CudaMatMul, GemvOfFourWarpBlocks) {
+  INFX_REQUIRE_GPU();
+  int device = 0, sms = 0;
+  cudaGetDevice(&device);
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  const int64_t k = 4096, rows = 16 * 3 * int64_t{sms}, ff = 16 * 3 * int64_t{sms};
+  const float s = 1.0f / std::sqrt(static_cast<float>(k));
+  for (int64_t n : {1, 3, 8}) {
+    Rig rig;
+    auto h = rig.Act({n, k}, Rand(n * k, 40, -2, 2));
+    auto attn = rig.Act({n, 512}, Rand(n * 512, 41, -2, 2));
+    auto nw = rig.Weight(DType::kBF16, {k}, Rand(k, 42, 0.5f, 1.5f));
+    auto wo = rig.Weight(DType::kBF16, {k, 512}, Rand(512 * k, 43, -0.05f, 0.05f));
+    auto wq = rig.Weight(DType::kBF16, {rows, k}, Rand(rows * k, 44, -s, s));
+    auto wg = rig.Weight(DType::kBF16, {ff, k}, Rand(ff * k, 45, -s, s));
+    auto wu = rig.Weight(DType::kBF16, {ff, k}, Rand(ff * k, 46, -s, s));
+    auto o = rig.Out({n, k}), normed = rig.Out({n, k}), q = rig.Out({n, rows}), q_plain = rig.Out({n, rows}),
+         gate = rig.Out({n, ff}), up = rig.Out({n, ff}), act = rig.Out({n, ff});
+    auto step = [&](Backend& be, Tensor Pair::*side) {
+      be.MatMul(attn.*side, wo.*side, o.*side);  // o_proj: the add and the norm as its epilogue
+      be.Add(h.*side, o.*side, h.*side);
+      be.RmsNorm(h.*side, nw.*side, 1e-6f, false, normed.*side);
+      be.MatMul(normed.*side, wq.*side, q.*side);  // one token: the norm deferred to this GEMV
+      be.MatMul(h.*side, wq.*side, q_plain.*side);
+      be.MatMul(normed.*side, wg.*side, gate.*side);
+      be.MatMul(normed.*side, wu.*side, up.*side);
+      be.SiluMul(gate.*side, up.*side, act.*side);
+    };
+    step(rig.cpu, &Pair::cpu);
+    step(rig.gpu, &Pair::gpu);
+    const std::string at = " n=" + std::to_string(n) + " rows=" + std::to_string(rows);
+    ExpectClose(rig.Gpu(normed.gpu), Rig::Cpu(normed.cpu), 4e-3, 8e-3, "4 warps: add + norm" + at);
+    for (auto [got, name] : std::vector<std::pair<Pair*, const char*>>{
+             {&q, "q"}, {&q_plain, "plain x"}, {&gate, "gate"}, {&act, "silu(gate) * up"}})
+      ExpectClose(rig.Gpu(got->gpu), Rig::Cpu(got->cpu), 8e-3, 2e-2, std::string("4 warps: ") + name + at);
+    // The same rows of x among 9 tokens take 8-warp blocks (two tiles of tokens): the same sums in the same
+    // order, so the same bits.
+    std::vector<float> x9 = Rand(9 * k, 47, -2, 2);
+    auto xn = rig.Act({n, k}, std::vector<float>(x9.begin(), x9.begin() + n * k));
+    auto xb = rig.Act({9, k}, x9);
+    auto qn = rig.Out({n, rows}), qb = rig.Out({9, rows});
+    rig.gpu.MatMul(xn.gpu, wq.gpu, qn.gpu);
+    rig.gpu.MatMul(xb.gpu, wq.gpu, qb.gpu);
+    const std::vector<float> got_n = rig.Gpu(qn.gpu), got_b = rig.Gpu(qb.gpu);
+    ASSERT_EQ(0, std::memcmp(got_n.data(), got_b.data(), got_n.size() * sizeof(float))) << "4 vs 8 warps" << at;
+  }
 }
 
 // The decode step's RMSNorm (after the residual add, or alone) becomes the prologue of the GEMV that reads

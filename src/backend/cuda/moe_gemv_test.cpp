@@ -125,6 +125,42 @@ TEST(CudaMoeGemv, SharedExpertBesideTheRoutedOnes) {
   for (int64_t n : {1, 2, 3, 8, 11}) CheckExperts(rig, tiny, &tiny_shared, n, 128, 2, 4900 + n, "with shared, tiny");
 }
 
+// A token's experts give the same bits alone and in a batch (docs/cuda.md): the down kernel runs 16 warps at
+// 1-2 tokens and 8 from 3 that hold two of the 16 partial sums each (moe_gemv.cu), at Qwen3-Next's shapes.
+TEST(CudaMoeGemv, ATokensExpertsDoNotDependOnItsBatch) {
+  INFX_REQUIRE_GPU();
+  Rig rig;
+  const int64_t hidden = 2048, top_k = 10, n_max = 3;
+  const ExpertSet ex = MakeExperts(rig, 64, hidden, 512, 5000);
+  const SharedSet shared = MakeShared(rig, hidden, 512, 5500);
+  const std::vector<float> xv = Rand(n_max * hidden, 5100, -2, 2), wv = Rand(n_max * top_k, 5101, 0, 1),
+                           lv = Rand(n_max, 5102, -3, 3);
+  const std::vector<int32_t> iv = RandomIds(n_max, 64, top_k, 5103);
+  for (bool with_shared : {false, true}) {
+    std::vector<float> alone;
+    for (int64_t n = 1; n <= n_max; ++n) {
+      auto x = rig.Act({n, hidden}, std::vector<float>(xv.begin(), xv.begin() + n * hidden));
+      auto id = rig.I32({n, top_k}, std::vector<int32_t>(iv.begin(), iv.begin() + n * top_k));
+      auto w = rig.F32({n, top_k}, std::vector<float>(wv.begin(), wv.begin() + n * top_k));
+      auto logit = rig.F32({n, 1}, std::vector<float>(lv.begin(), lv.begin() + n));
+      auto out = rig.Out({n, hidden});
+      if (with_shared) {
+        rig.gpu.MoeExpertsWithShared(x.gpu, w.gpu, id.gpu, ex.gpu,
+                                     SharedExpert{shared.gate.gpu, shared.up.gpu, shared.down.gpu, logit.gpu}, out.gpu);
+      } else {
+        rig.gpu.MoeExperts(x.gpu, w.gpu, id.gpu, ex.gpu, out.gpu);
+      }
+      std::vector<float> got = rig.Gpu(out.gpu);
+      got.resize(static_cast<size_t>(hidden));  // token 0's row
+      if (n == 1) {
+        alone = got;
+      } else {
+        EXPECT_EQ(got, alone) << "token 0 among " << n << (with_shared ? ", with the shared expert" : "");
+      }
+    }
+  }
+}
+
 // The residual add after the experts and the RMSNorm of the sum (the next layer's input norm), which the
 // backend makes the down kernel's epilogue: the sum and the normalised rows against the CPU, with the
 // norm in place and not, with and without the shared expert; the same ops with fusion off as well.
