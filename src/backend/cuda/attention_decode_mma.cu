@@ -70,9 +70,12 @@ __global__ void __launch_bounds__(kThreads)
   const int t = blockIdx.x, kvh = blockIdx.y, split = blockIdx.z, tid = threadIdx.x;
   const int hkv = kv.n_kv_heads, d = kv.head_dim, d_chunks = d / 8, group = n_heads / hkv;
   const int seq = layout.token_seq[t], slot = layout.seq_info[seq * 4], pos = layout.token_pos[t];
-  // Whole pages per split; the splits past the context are empty.
+  // Whole pages per split; the splits past the context are empty. The fused kernel keeps a short context in
+  // one split (DecodeAttentionFusion::one_split_pages).
   const int len = pos + 1, per_split = (len + n_splits - 1) / n_splits;
-  const int chunk = max((per_split + kPageSize - 1) / kPageSize, kFused ? f.min_pages : 1) * kPageSize;
+  const int len_pages = (len + kPageSize - 1) / kPageSize;
+  const int chunk =
+      (kFused && len_pages <= f.one_split_pages ? len_pages : (per_split + kPageSize - 1) / kPageSize) * kPageSize;
   const int begin = split * chunk, end = min(begin + chunk, len);
   const int64_t head0 = static_cast<int64_t>(t) * n_heads + static_cast<int64_t>(kvh) * group;
   if constexpr (kFused) {

@@ -172,6 +172,17 @@ TEST(CudaAttention, PreparedDecodeMergesManySplits) {
   RunPreparedSteps(Heads{8, 2, 64}, 2, steps, 2400, 4096, /*gated=*/true);
 }
 
+// Contexts on both sides of DecodeAttentionFusion::one_split_pages (2 pages of 64 keys): 128 keys in one
+// split that loads its second page after the first, then 129 and 130 spread over one-page splits that the
+// last to finish merges, beside a sequence of one page.
+TEST(CudaAttention, PreparedDecodeAroundTheOneSplitLimit) {
+  INFX_REQUIRE_GPU();
+  const std::vector<std::vector<std::array<int64_t, 3>>> steps = {
+      {{0, 127, 0}}, {{0, 1, 127}}, {{0, 1, 128}}, {{0, 1, 129}, {1, 1, 0}}};
+  RunPreparedSteps(Heads{32, 8, 128}, 2, steps, 2500);
+  RunPreparedSteps(Heads{16, 8, 64}, 2, steps, 2600, 1024, /*gated=*/true);
+}
+
 TEST(CudaAttention, LongContextDecodeSplitsTheSequence) {
   INFX_REQUIRE_GPU();
   const std::vector<std::vector<std::array<int64_t, 3>>> steps = {

@@ -304,7 +304,9 @@ struct DecodeAttentionFusion {
   QkvPrep prep;
   const void* gate = nullptr;
   int32_t* counter = nullptr;
-  int32_t min_pages = 4;  // KV pages per split at least (a short context takes fewer splits to merge)
+  // A context of up to this many KV pages takes one split (no merge; its pages load one after the other);
+  // a longer one spreads over the splits as the plain kernel's does, each of whose pages load before the wait.
+  int32_t one_split_pages = 2;
 };
 constexpr int64_t kAttentionFusedMaxCounters = 8192;
 // Also false above head_dim 128: there the plain kernel with its prep and combine was faster.
