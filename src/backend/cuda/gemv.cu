@@ -270,19 +270,19 @@ __global__ void __launch_bounds__(32 * kBlockWarps, kBlockWarps == 4            
         const uint4* wg = reinterpret_cast<const uint4*>(w + min(row0 + g, rows - 1) * k);
         const uint4* wh = reinterpret_cast<const uint4*>(w + min(row0 + g + 8, rows - 1) * k);
         uint4 a[kUnroll], b[kUnroll];
-        auto load_weights = [&](int64_t s0) {
-#pragma unroll
-          for (int u = 0; u < kUnroll; ++u) {
-            int64_t c = (s0 + u * kBlockWarps) * 4 + t;
-            bool ok = c < chunks;
-            a[u] = ok ? __ldcs(wg + c) : zero;
-            b[u] = ok ? __ldcs(wh + c) : zero;
-          }
+        // Step u of the round at s0 into slot u: a round's slots are refilled one by one, each as soon as its
+        // product is taken, so that a warp keeps its loads in flight through the products.
+        auto load_step = [&](int64_t s0, int u) {
+          int64_t c = (s0 + u * kBlockWarps) * 4 + t;
+          bool ok = c < chunks;
+          a[u] = ok ? __ldcs(wg + c) : zero;
+          b[u] = ok ? __ldcs(wh + c) : zero;
         };
-        load_weights(warp);
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) load_step(warp, u);
         wait_for_x();
         for (int64_t s0 = warp; s0 < steps; s0 += kBlockWarps * kUnroll) {
-          if (s0 != warp) load_weights(s0);
+          const int64_t next = s0 + kBlockWarps * kUnroll;
           uint4 xr[kUnroll][kTiles];
 #pragma unroll
           for (int u = 0; u < kUnroll; ++u) {
@@ -299,6 +299,7 @@ __global__ void __launch_bounds__(32 * kBlockWarps, kBlockWarps == 4            
               MmaBf16(c, a[u].x, b[u].x, a[u].y, b[u].y, xr[u][j].x, xr[u][j].y);
               MmaBf16(c, a[u].z, b[u].z, a[u].w, b[u].w, xr[u][j].z, xr[u][j].w);
             }
+            if (next < steps) load_step(next, u);
           }
         }
       } else {  // FP8: rows of k codes and k / 128 scales, 16-byte aligned
