@@ -19,6 +19,10 @@
 #             Qwen3-Next-80B-A3B with 24 layers (pp64, tg32), for the attention kernels' A/B runs
 #   longctx   decode at long context with dummy bf16 weights: Qwen3-8B at depths 0 and 32,768, and
 #             Qwen3-Next-80B-A3B with 24 layers at 0 and 131,072 (tg32, batch 1)
+#   runs      infernix bench runs given in $BENCH_RUNS: "config:arguments" entries separated by ";" (the
+#             configs of bench/configs; -n 32 -r 1 come first, so the arguments may override them), e.g.
+#             BENCH_RUNS="qwen3-8b:-p 64 -n 128 -b 1,8 -d 0,512;qwen3-next-80b-a3b:--num-layers 24 -b 1"
+#             for an A/B run of one's own decode set (bench/cuda/ab_run.sh runs)
 #   ncu       per-kernel time and DRAM traffic of batch-1 decode steps ($NCU_MODEL config, default
 #             qwen3-8b; $NCU_ARGS added to the bench command, e.g. "--num-layers 4 --dummy-quant q4_k";
 #             $NCU_SKIP / $NCU_COUNT matching launches skipped / profiled, default 400 / 600; $NCU_KERNEL
@@ -97,7 +101,8 @@ for step in "$@"; do
     moegemvbench) need=moe_gemv_bench ;;
     trace) need="infernix kernel_trace" ;;
     streambench) need=stream_bench ;;
-    bench | qbench | moebench | moedecode | fp8decode | hybrid | attndecode | longctx | ncu | ncudetail) need=infernix ;;
+    bench | qbench | moebench | moedecode | fp8decode | hybrid | attndecode | longctx | runs | ncu | ncudetail)
+      need=infernix ;;
     *) echo "device_run.sh: unknown step '$step' (see the list at the top of this script)" >&2; exit 2 ;;
   esac
   for t in $need; do
@@ -258,6 +263,11 @@ for step in "$@"; do
       echo "== bench, decode at depths 0 and 8192"
       bench_set attndecode "GPU busy|^\| tg|prefilled|model:" "qwen3-8b:-p 64 -b 1,8 -d 0,8192" \
         "qwen3-next-80b-a3b:--num-layers 24 -p 64 -b 1,8 -d 0,8192" ;;
+    runs)
+      echo "== bench runs"
+      [ -n "${BENCH_RUNS:-}" ] || { echo "runs: set BENCH_RUNS (see the top of this script)" >&2; exit 2; }
+      IFS=';' read -r -a bench_runs <<< "$BENCH_RUNS"
+      bench_set runs "GPU busy|^\| tg|^\| pp|prefilled|model:" "${bench_runs[@]}" ;;
     longctx)
       echo "== bench, decode at long context"
       bench_set longctx "GPU busy|^\| tg|prefilled|model:" "qwen3-8b:-p 64 -b 1 -d 0,32768" \
