@@ -305,7 +305,8 @@ struct DecodeAttentionFusion {
   const void* gate = nullptr;
   int32_t* counter = nullptr;
   // A context of up to this many KV pages takes one split (no merge; its pages load one after the other);
-  // a longer one spreads over the splits as the plain kernel's does, each of whose pages load before the wait.
+  // a longer one spreads over the splits as the plain kernel's does: a page per split until the pages
+  // outnumber the splits, each staged before the kernel waits.
   int32_t one_split_pages = 2;
 };
 constexpr int64_t kAttentionFusedMaxCounters = 8192;
