@@ -631,7 +631,7 @@ void CudaBackend::GatedDeltaRule(const Tensor& q, const Tensor& k, const Tensor&
     ws.coef = reinterpret_cast<float*>(base + part(dk) + part(dv) + part(cuda::kGdnChunk));
     Enqueue(cuda::LaunchGatedDeltaRuleChunked, dl, q.data, k.data, v.data, g.as<const float>(), beta.as<const float>(),
             st.Recurrent(layer), st.RecurrentSlotStride(), static_cast<int32_t>(nk), static_cast<int32_t>(nv),
-            static_cast<int32_t>(dk), static_cast<int32_t>(dv), tiled, ws, out.data);
+            static_cast<int32_t>(dk), static_cast<int32_t>(dv), tiled, ws, out.data, smem_optin_);
     return;
   }
   if (pending_ == Pending::kGates && pending_gdn_.g.data == g.data && pending_gdn_.beta.data == beta.data &&

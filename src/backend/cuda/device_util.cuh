@@ -34,6 +34,9 @@ __device__ __forceinline__ void StoreF(void* p, int dt, int64_t i, float v) {
   }
 }
 
+// The key head that Gated DeltaNet value head h reads (ops.h GdnHeadMapping: tiled or grouped).
+__device__ __forceinline__ int GdnKeyHead(int h, int nk, int nv, int tiled) { return tiled ? h % nk : h / (nv / nk); }
+
 // Typed conversions for kernels templated on the activation type (float or bf16).
 __device__ __forceinline__ float ToF(float v) { return v; }
 __device__ __forceinline__ float ToF(bf16 v) { return __bfloat162float(v); }

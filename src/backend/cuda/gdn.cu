@@ -188,7 +188,7 @@ __global__ void __launch_bounds__(32 * kRuleParts)
     dt_bias = LoadF(f.dt_bias, f.dt_bias_dtype, h);
   }
   WaitForPrevious();
-  const int kh = tiled ? h % nk : h / (nv / nk);
+  const int kh = GdnKeyHead(h, nk, nv, tiled);
   const int slot = layout.seq_info[seq * 4], tb = layout.seq_info[seq * 4 + 1], n = layout.seq_info[seq * 4 + 2];
   const int lane = threadIdx.x & 31, part = threadIdx.x >> 5, c = cb * kRuleCols + lane, r0 = part * kRuleRows;
   const bool active = c < dv;
@@ -289,7 +289,7 @@ __global__ void GatedDeltaRuleGlobalKernel(DeviceLayout layout, const T* q, cons
   extern __shared__ float sh[];  // q [dk], k [dk]
   float* qs = sh;
   float* ks = sh + dk;
-  const int seq = blockIdx.x / nv, h = blockIdx.x % nv, kh = tiled ? h % nk : h / (nv / nk);
+  const int seq = blockIdx.x / nv, h = blockIdx.x % nv, kh = GdnKeyHead(h, nk, nv, tiled);
   const int slot = layout.seq_info[seq * 4], tb = layout.seq_info[seq * 4 + 1], n = layout.seq_info[seq * 4 + 2];
   const int c = threadIdx.x;
   const bool active = c < dv;

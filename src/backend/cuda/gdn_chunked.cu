@@ -32,7 +32,8 @@
 //    73 KB at dk = 128. Thread (warp w, lane l) owns column l of the slice: rows w + 8 m of Delta and O,
 //    rows 16 w .. 16 w + 15 of S.
 // Both fit the 99 KB that sm_86/sm_89 allow a block, so they run on every GPU from sm_80 up.
-// Products run on the CUDA cores in f32 (tensor cores are future work).
+// Products run on the CUDA cores in f32. The state kernel's tensor-core form (gdn_chunked_mma.cu) takes
+// the shapes of real models (dk 128); this one serves the others and GPUs with less shared memory.
 #include <algorithm>
 
 #include "backend/cuda/device_util.cuh"
@@ -59,10 +60,6 @@ size_t StateSmemBytes(int dk) {
   return sizeof(float) * (dkp * kCols + kChunk * dkp + kChunk * kCols + kChunk * kChunk + 4 * kChunk);
 }
 
-__device__ __forceinline__ int DeviceKeyHead(int h, int nk, int nv, int tiled) {
-  return tiled ? h % nk : h / (nv / nk);
-}
-
 // ---- kernel 1: per chunk, W, U, P and the coefficients ----
 __global__ void __launch_bounds__(kThreads)
     GdnChunkPrepKernel(DeviceLayout layout, const bf16* q, const bf16* k, const bf16* v, const float* g,
@@ -73,7 +70,7 @@ __global__ void __launch_bounds__(kThreads)
   const int i0 = blockIdx.x * kChunk;
   if (i0 >= n) return;
   const int len = min(kChunk, n - i0);
-  const int kh = DeviceKeyHead(h, nk, nv, tiled);
+  const int kh = GdnKeyHead(h, nk, nv, tiled);
   const int ldb = dk + max(dk, dv) + 1;  // odd: the A/P loop reads 16 rows at one column without conflicts
   float* bm = sh;                        // [kChunk, ldb]: K in [0, dk); Q in [dk, 2 dk), later V in [dk, dk + dv)
   float* am = bm + kChunk * ldb;         // [kChunk, kLdA]: A, zeros on and above the diagonal
@@ -256,7 +253,7 @@ __global__ void __launch_bounds__(kThreads)
   const int h = blockIdx.y, seq = blockIdx.z;
   const int slot = layout.seq_info[seq * 4], tb = layout.seq_info[seq * 4 + 1], n = layout.seq_info[seq * 4 + 2];
   if (n == 0) return;
-  const int kh = DeviceKeyHead(h, nk, nv, tiled);
+  const int kh = GdnKeyHead(h, nk, nv, tiled);
   const int dkp = (dk + 3) / 4 * 4;  // rows padded with zeros to whole float4s
   float* ss = sh;                    // [dkp, kCols]: this block's columns of S
   float* xs = ss + dkp * kCols;      // [kChunk, dkp]: W, then diag(gamma) Q, then diag(exp(G_last - G)) K
@@ -376,11 +373,13 @@ void ConfigureGdnKernels(size_t max_smem_optin) {
       cudaFuncSetAttribute(GdnChunkPrepKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(prep)));
   INFX_CUDA_CHECK(
       cudaFuncSetAttribute(GdnChunkStateKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(state)));
+  ConfigureGdnChunkStateMma(max_smem_optin);
 }
 
 void LaunchGatedDeltaRuleChunked(cudaStream_t s, DeviceLayout layout, const void* q, const void* k, const void* v,
                                  const float* g, const float* beta, float* state, int64_t slot_stride, int32_t nk,
-                                 int32_t nv, int32_t dk, int32_t dv, int32_t tiled, GdnChunkScratch ws, void* out) {
+                                 int32_t nv, int32_t dk, int32_t dv, int32_t tiled, GdnChunkScratch ws, void* out,
+                                 size_t max_smem_optin) {
   if (layout.n_seqs == 0 || layout.max_seq_tokens == 0) return;
   INFX_CHECK_MSG(dk >= 1 && dv >= 1 && dk <= kMaxDim && dv <= kMaxDim && nk >= 1 && nv % nk == 0,
                  "chunked GatedDeltaRule: dk {} dv {} nk {} nv {}", dk, dv, nk, nv);
@@ -391,6 +390,11 @@ void LaunchGatedDeltaRuleChunked(cudaStream_t s, DeviceLayout layout, const void
   GdnChunkPrepKernel<<<prep_grid, kThreads, PrepSmemBytes(dk, dv), s>>>(layout, qb, kb, static_cast<const bf16*>(v), g,
                                                                         beta, nk, nv, dk, dv, tiled, ws);
   INFX_CUDA_CHECK_LAUNCH();
+  const bool aligned = ((reinterpret_cast<uintptr_t>(q) | reinterpret_cast<uintptr_t>(k)) & 15u) == 0;
+  if (aligned && GdnChunkStateMmaFits(dk, dv, max_smem_optin)) {
+    LaunchGdnChunkStateMma(s, layout, q, k, ws, state, slot_stride, nk, nv, dk, dv, tiled, out);
+    return;
+  }
   dim3 state_grid(static_cast<unsigned>((dv + kCols - 1) / kCols), static_cast<unsigned>(nv),
                   static_cast<unsigned>(layout.n_seqs));
   GdnChunkStateKernel<<<state_grid, kThreads, StateSmemBytes(dk), s>>>(layout, qb, kb, ws, state, slot_stride, nk, nv,

@@ -365,11 +365,20 @@ struct GdnChunkScratch {
 };
 // Whether the chunked kernels take dk, dv (<= kGdnChunkedMaxDim) within that shared-memory limit.
 bool GdnChunkedFits(int dk, int dv, size_t max_smem_optin);
+// The chunks' sequential pass runs on tensor cores (gdn_chunked_mma.cu) where GdnChunkStateMmaFits (dk 16,
+// 32, 64 or 128, dv a multiple of 16, two chunks' operands in max_smem_optin) and q, k are 16-byte aligned;
+// on CUDA cores otherwise.
 void LaunchGatedDeltaRuleChunked(cudaStream_t s, DeviceLayout layout, const void* q, const void* k, const void* v,
                                  const float* g, const float* beta, float* state, int64_t slot_stride, int32_t nk,
-                                 int32_t nv, int32_t dk, int32_t dv, int32_t tiled, GdnChunkScratch ws, void* out);
+                                 int32_t nv, int32_t dk, int32_t dv, int32_t tiled, GdnChunkScratch ws, void* out,
+                                 size_t max_smem_optin);
+bool GdnChunkStateMmaFits(int dk, int dv, size_t max_smem_optin);
+void LaunchGdnChunkStateMma(cudaStream_t s, DeviceLayout layout, const void* q, const void* k, GdnChunkScratch ws,
+                            float* state, int64_t slot_stride, int32_t nk, int32_t nv, int32_t dk, int32_t dv,
+                            int32_t tiled, void* out);
 // Raises the chunked kernels' dynamic shared-memory limits (once per device, before use).
 void ConfigureGdnKernels(size_t max_smem_optin);
+void ConfigureGdnChunkStateMma(size_t max_smem_optin);
 // Decode of Gated DeltaNet with the ops around the delta rule fused in (gdn.cu): one token per sequence,
 // dk <= 128. The gates (GdnGates of a, b [n, nv] bf16 with a_log, dt_bias; g and beta are still written),
 // then the recurrent delta rule (LaunchGatedDeltaRule's kernel, out = its output, bf16), then with norm_out
