@@ -7,13 +7,17 @@
 //   Delta = U - W S                               [64, dv]
 //   O     = diag(qc) Q S + P Delta                 [64, dv]  (bf16 out)
 //   S     = gamma_last S + (diag(kc) K)^T Delta    [dk, dv]
-// A block takes 64 columns of S for one (value head, sequence), a warp 16 of them, and works on S^T, so
-// that every product has the warp's 16 columns as its M = 16 rows: S^T [16, dk] stays in registers as
-// mma accumulators (dk / 8 tiles of m16n8) from the first chunk to the last, and the same registers are
-// the A operand of W S and Q S, because the k order inside an 8-wide mma step is permuted: logical k t ->
-// physical 2t and t + 4 -> 2t + 1, so accumulator pair (2t, 2t + 1) of a thread is its A pair (t, t + 4),
-// and every B operand is read with the same permutation (two adjacent values of a row). Delta^T likewise
-// feeds P Delta and the state update straight from its accumulators.
+// A block takes 32 columns of S for one (value head, sequence): two groups of 16 columns, each shared by
+// two warps that hold one half of dk each. A warp works on S^T, so that every product has its 16
+// columns as the M = 16 rows: its half of S^T [16, dk / 2] stays in registers as mma accumulators (dk / 16
+// tiles of m16n8) from the first chunk to the last, and the same registers are the A operand of its half
+// of W S and Q S, because the k order inside an 8-wide mma step is permuted: logical k t -> physical 2t
+// and t + 4 -> 2t + 1, so accumulator pair (2t, 2t + 1) of a thread is its A pair (t, t + 4), and every B
+// operand is read with the same permutation (two adjacent values of a row). The two warps of a group swap
+// their halves' sums through shared memory (each adds the other's to its own: the same bits in both), so
+// both hold Delta^T, which feeds P Delta (the output tiles split between them) and each half's state
+// update straight from its accumulators. Splitting dk gives 2 x 32 x 8 = 512 warps for Qwen3-Next's 32
+// value heads of one sequence, about one per scheduler of the GPU, where a warp per 16 columns gave 256.
 //
 // Precision: the products run as mma.sync m16n8k8 tf32 with f32 accumulation, each f32 operand split into
 // a tf32 value and a tf32 remainder (x = big + small; three products big*big + big*small + small*big), so
@@ -29,9 +33,9 @@ namespace infernix::cuda {
 namespace {
 
 constexpr int kChunk = kGdnChunk;
-constexpr int kWarpsPerBlock = 4;
+constexpr int kWarpsPerBlock = 4;  // two groups of 16 columns, each split over dk by two warps
 constexpr int kThreads = 32 * kWarpsPerBlock;
-constexpr int kBlockCols = 16 * kWarpsPerBlock;  // columns of S per block
+constexpr int kBlockCols = 16 * kWarpsPerBlock / 2;  // columns of S per block
 constexpr int kTokenTiles = kChunk / 8;
 static_assert(kChunk == 64, "the token tiles below");
 
@@ -57,7 +61,10 @@ __host__ __device__ constexpr ChunkStage StageOf(int dk) {
   return s;
 }
 
-constexpr size_t SmemBytes(int dk) { return 2 * static_cast<size_t>(StageOf(dk).bytes); }
+// Two stages, then the exchange of the dk halves' partial sums (2 x 8 accumulator tiles per warp).
+constexpr size_t SmemBytes(int dk) {
+  return 2 * static_cast<size_t>(StageOf(dk).bytes) + sizeof(float) * kWarpsPerBlock * 2 * kTokenTiles * 4 * 32;
+}
 
 // x = big + small, both tf32 (the remainder of the rounding, rounded in turn).
 __device__ __forceinline__ void SplitTf32(float x, uint32_t& big, uint32_t& small) {
@@ -104,7 +111,7 @@ template <int DK>
 __global__ void __launch_bounds__(kThreads, 1)
     GdnChunkStateMmaKernel(DeviceLayout layout, const bf16* q, const bf16* k, GdnChunkScratch ws, float* state,
                            int64_t slot_stride, int nk, int nv, int dv, int tiled, bf16* out) {
-  constexpr int kJ = DK / 8;  // dk tiles of S^T
+  constexpr int kJ = DK / 8 / 2;  // dk tiles of S^T per warp (its half of dk)
   constexpr ChunkStage L = StageOf(DK);
   extern __shared__ __align__(16) uint8_t smem[];
   const int h = blockIdx.y, seq = blockIdx.z;
@@ -112,9 +119,12 @@ __global__ void __launch_bounds__(kThreads, 1)
   if (n == 0) return;
   const int kh = GdnKeyHead(h, nk, nv, tiled);
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
-  const int c_block = blockIdx.x * kBlockCols, c0 = c_block + 16 * warp;  // dv % 16 == 0: a warp's 16 all valid or none
-  const bool mine = c0 < dv;
+  const int half = warp & 1, group = warp >> 1;  // the warp's half of dk, and its 16 columns
+  const int j0 = half * kJ;                      // its first dk tile
+  const int c_block = blockIdx.x * kBlockCols, cl = 16 * group, c0 = c_block + cl;
+  const bool mine = c0 < dv;  // dv % 16 == 0: a warp's 16 columns are all valid or none
   float* st = state + slot * slot_stride + static_cast<int64_t>(h) * DK * dv;  // [dk, dv]
+  float* xchg = reinterpret_cast<float*>(smem + 2 * L.bytes);                  // [warp][2][8 tiles][4][32 lanes]
 
   // Copies chunk i0's operands into stage buffer `buf` (rows past the chunk's end as zeros).
   auto stage = [&](int i0, uint8_t* buf) {
@@ -152,11 +162,11 @@ __global__ void __launch_bounds__(kThreads, 1)
   stage(0, smem);
   CpAsyncCommit();
 
-  // S^T tile j: rows c0 + g, c0 + g + 8 (columns of S) at dk 8j + 2t, 8j + 2t + 1.
+  // S^T tile j (of this warp's half): rows c0 + g, c0 + g + 8 (columns of S) at dk 8 (j0 + j) + 2t, + 1.
   float s[kJ][4];
 #pragma unroll
   for (int j = 0; j < kJ; ++j) {
-    const int64_t r = 8 * j + 2 * t;
+    const int64_t r = 8 * (j0 + j) + 2 * t;
     s[j][0] = mine ? st[r * dv + c0 + g] : 0.0f;
     s[j][1] = mine ? st[(r + 1) * dv + c0 + g] : 0.0f;
     s[j][2] = mine ? st[r * dv + c0 + g + 8] : 0.0f;
@@ -174,12 +184,12 @@ __global__ void __launch_bounds__(kThreads, 1)
     const float* p_sm = reinterpret_cast<const float*>(buf + L.p);
     const bf16* q_sm = reinterpret_cast<const bf16*>(buf + L.q);
     const bf16* k_sm = reinterpret_cast<const bf16*>(buf + L.k);
-    const float* u_sm = reinterpret_cast<const float*>(buf + L.u) + 16 * warp;
+    const float* u_sm = reinterpret_cast<const float*>(buf + L.u) + cl;
     const float4* cf = reinterpret_cast<const float4*>(buf + L.coef);
     const int len = min(kChunk, n - ci * kChunk);
     const int64_t t0 = tb + static_cast<int64_t>(ci) * kChunk;
 
-    // Delta^T = U^T - S^T W^T and O^T = S^T Q^T, token tiles nt (tokens 8 nt + 2t, + 1 at rows g, g + 8).
+    // This half's parts of (S^T W^T) and S^T Q^T, token tiles nt (tokens 8 nt + 2t, + 1 at rows g, g + 8).
     float d[kTokenTiles][4] = {}, o[kTokenTiles][4] = {};
 #pragma unroll
     for (int j = 0; j < kJ; ++j) {
@@ -187,11 +197,32 @@ __global__ void __launch_bounds__(kThreads, 1)
       SplitA(s[j], ab, as);
 #pragma unroll
       for (int nt = 0; nt < kTokenTiles; ++nt) {
-        const int row = 8 * nt + g, col = 8 * j + 2 * t;
+        const int row = 8 * nt + g, col = 8 * (j0 + j) + 2 * t;
         Mma3(d[nt], ab, as, *reinterpret_cast<const float2*>(w_sm + row * L.ldw + col));
         Mma2(o[nt], ab, as, *reinterpret_cast<const uint32_t*>(q_sm + row * L.ldq + col));
       }
     }
+    // The two halves' sums: each warp adds the other's part to its own, so both hold the same bits.
+    float* mine_x = xchg + warp * (2 * kTokenTiles * 4 * 32) + lane;
+    const float* other_x = xchg + (warp ^ 1) * (2 * kTokenTiles * 4 * 32) + lane;
+#pragma unroll
+    for (int nt = 0; nt < kTokenTiles; ++nt) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        mine_x[(nt * 4 + e) * 32] = d[nt][e];
+        mine_x[((kTokenTiles + nt) * 4 + e) * 32] = o[nt][e];
+      }
+    }
+    __syncthreads();
+#pragma unroll
+    for (int nt = 0; nt < kTokenTiles; ++nt) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        d[nt][e] += other_x[(nt * 4 + e) * 32];
+        o[nt][e] += other_x[((kTokenTiles + nt) * 4 + e) * 32];
+      }
+    }
+    // Delta^T = U^T - S^T W^T; O^T scaled by qc per token.
 #pragma unroll
     for (int nt = 0; nt < kTokenTiles; ++nt) {
       const int r = 8 * nt + 2 * t;
@@ -206,18 +237,23 @@ __global__ void __launch_bounds__(kThreads, 1)
       o[nt][3] *= qb;
     }
 
-    // O^T += Delta^T P^T: P is zero above the diagonal, so token tile ks reaches output tiles nt >= ks.
+    // O^T += Delta^T P^T (P is zero above the diagonal: token tile ks reaches output tiles nt >= ks), the
+    // output tiles shared out by cost: half 0 takes 0, 3, 4, 7 and half 1 takes 1, 2, 5, 6 (18 products
+    // each), then stores them.
 #pragma unroll
     for (int ks = 0; ks < kTokenTiles; ++ks) {
       uint32_t ab[4], as[4];
       SplitA(d[ks], ab, as);
 #pragma unroll
-      for (int nt = ks; nt < kTokenTiles; ++nt)
+      for (int nt = ks; nt < kTokenTiles; ++nt) {
+        if (((nt ^ (nt >> 1)) & 1) != half) continue;  // the same for the whole warp
         Mma3(o[nt], ab, as, *reinterpret_cast<const float2*>(p_sm + (8 * nt + g) * L.ldp + 8 * ks + 2 * t));
+      }
     }
     if (mine) {
 #pragma unroll
       for (int nt = 0; nt < kTokenTiles; ++nt) {
+        if (((nt ^ (nt >> 1)) & 1) != half) continue;
         const int r = 8 * nt + 2 * t;
         bf16* o0 = out + ((t0 + r) * nv + h) * dv + c0 + g;
         if (r < len) {
@@ -231,7 +267,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
     }
 
-    // S^T = gamma_last S^T + (Delta^T diag(kc)) K.
+    // S^T = gamma_last S^T + (Delta^T diag(kc)) K, this warp's half of dk.
     const float gamma_last = cf[len - 1].w;
 #pragma unroll
     for (int j = 0; j < kJ; ++j) {
@@ -250,7 +286,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
         for (int j4 = 0; j4 < kJ / 4; ++j4) {
           uint32_t kr[4];
-          LdMatrixX4Trans(kr, k_sm + (8 * ks + (lane & 7)) * L.ldq + 8 * (4 * j4 + (lane >> 3)));
+          LdMatrixX4Trans(kr, k_sm + (8 * ks + (lane & 7)) * L.ldq + 8 * (j0 + 4 * j4 + (lane >> 3)));
 #pragma unroll
           for (int m = 0; m < 4; ++m) Mma2(s[4 * j4 + m], ab, as, kr[m]);
         }
@@ -258,18 +294,18 @@ __global__ void __launch_bounds__(kThreads, 1)
         const uint16_t* kh16 = reinterpret_cast<const uint16_t*>(k_sm);
 #pragma unroll
         for (int j = 0; j < kJ; ++j) {
-          const uint32_t lo = kh16[r * L.ldq + 8 * j + g], hi = kh16[(r + 1) * L.ldq + 8 * j + g];
+          const uint32_t lo = kh16[r * L.ldq + 8 * (j0 + j) + g], hi = kh16[(r + 1) * L.ldq + 8 * (j0 + j) + g];
           Mma2(s[j], ab, as, lo | (hi << 16));
         }
       }
     }
-    __syncthreads();  // this buffer is staged again for chunk ci + 2
+    __syncthreads();  // this buffer is staged again for chunk ci + 2, and the exchange is written again
   }
 
   if (mine) {
 #pragma unroll
     for (int j = 0; j < kJ; ++j) {
-      const int64_t r = 8 * j + 2 * t;
+      const int64_t r = 8 * (j0 + j) + 2 * t;
       st[r * dv + c0 + g] = s[j][0];
       st[(r + 1) * dv + c0 + g] = s[j][1];
       st[r * dv + c0 + g + 8] = s[j][2];
