@@ -33,7 +33,8 @@
 //    rows 16 w .. 16 w + 15 of S.
 // Both fit the 99 KB that sm_86/sm_89 allow a block, so they run on every GPU from sm_80 up.
 // Products run on the CUDA cores in f32. The state kernel's tensor-core form (gdn_chunked_mma.cu) takes
-// the shapes of real models (dk 128); this one serves the others and GPUs with less shared memory.
+// dk 16, 32, 64 or 128 with dv a multiple of 16 where a block may have its shared memory (224 KB at dk
+// 128: sm_90, sm_100); this one serves the other shapes and GPUs (sm_80's 163 KB, sm_86 / 89 / 120's 99).
 #include <algorithm>
 
 #include "backend/cuda/device_util.cuh"
