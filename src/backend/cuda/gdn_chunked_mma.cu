@@ -314,44 +314,36 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
 }
 
-// The head dims with a kernel: dk tiles of 8, K's ldmatrix in fours or pairs of scalar loads.
-template <typename F>
-bool ByHeadDim(int dk, F&& f) {
-  switch (dk) {
-    case 16:
-      f(std::integral_constant<int, 16>{});
-      return true;
-    case 32:
-      f(std::integral_constant<int, 32>{});
-      return true;
-    case 64:
-      f(std::integral_constant<int, 64>{});
-      return true;
-    case 128:
-      f(std::integral_constant<int, 128>{});
-      return true;
-    default:
-      return false;
+// The head dims with a kernel: With(dk, f) calls f(integral_constant<dk>) if dk is one of them, Each(f)
+// calls it for every one.
+template <int... kDims>
+struct HeadDims {
+  template <typename F>
+  static bool With(int dk, F&& f) {
+    return ((dk == kDims && (f(std::integral_constant<int, kDims>{}), true)) || ...);
   }
-}
+  template <typename F>
+  static void Each(F&& f) {
+    (f(std::integral_constant<int, kDims>{}), ...);
+  }
+};
+using KernelDims = HeadDims<16, 32, 64, 128>;
 
 }  // namespace
 
 bool GdnChunkStateMmaFits(int dk, int dv, size_t max_smem_optin) {
   bool fits = false;
-  ByHeadDim(dk, [&](auto dc) { fits = SmemBytes(decltype(dc)::value) <= max_smem_optin; });
+  KernelDims::With(dk, [&](auto dc) { fits = SmemBytes(decltype(dc)::value) <= max_smem_optin; });
   return fits && dv >= 16 && dv % 16 == 0 && dv <= kGdnChunkedMaxDim;
 }
 
 void ConfigureGdnChunkStateMma(size_t max_smem_optin) {
-  for (int dk : {16, 32, 64, 128}) {
-    ByHeadDim(dk, [&](auto dc) {
-      constexpr int DK = decltype(dc)::value;
-      if (SmemBytes(DK) <= max_smem_optin)
-        INFX_CUDA_CHECK(cudaFuncSetAttribute(GdnChunkStateMmaKernel<DK>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                             static_cast<int>(SmemBytes(DK))));
-    });
-  }
+  KernelDims::Each([&](auto dc) {
+    constexpr int DK = decltype(dc)::value;
+    if (SmemBytes(DK) <= max_smem_optin)
+      INFX_CUDA_CHECK(cudaFuncSetAttribute(GdnChunkStateMmaKernel<DK>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           static_cast<int>(SmemBytes(DK))));
+  });
 }
 
 void LaunchGdnChunkStateMma(cudaStream_t s, DeviceLayout layout, const void* q, const void* k, GdnChunkScratch ws,
@@ -359,7 +351,7 @@ void LaunchGdnChunkStateMma(cudaStream_t s, DeviceLayout layout, const void* q, 
                             int32_t tiled, void* out) {
   const dim3 grid(static_cast<unsigned>((dv + kBlockCols - 1) / kBlockCols), static_cast<unsigned>(nv),
                   static_cast<unsigned>(layout.n_seqs));
-  const bool known = ByHeadDim(dk, [&](auto dc) {
+  const bool known = KernelDims::With(dk, [&](auto dc) {
     constexpr int DK = decltype(dc)::value;
     GdnChunkStateMmaKernel<DK>
         <<<grid, kThreads, SmemBytes(DK), s>>>(layout, static_cast<const bf16*>(q), static_cast<const bf16*>(k), ws,
