@@ -43,10 +43,17 @@ struct BatchLayout {
 };
 
 // Sizes of the per-sequence state a model needs.
+// How the KV cache holds keys and values.
+enum class KvCacheType : uint8_t {
+  kActivation,  // the backend's activation type (bf16 on the GPU, f32 on the CPU)
+  kF8E4M3,      // E4M3 codes and a power-of-two scale per row of head_dim values (quant/kv_f8.h)
+};
+
 struct StateSpec {
   int max_slots = 1;
   int64_t max_context = 0;  // tokens per slot
   // Full-attention layers: KV cache.
+  KvCacheType kv_type = KvCacheType::kActivation;
   int n_attention_layers = 0;
   int n_kv_heads = 0;
   int head_dim = 0;
