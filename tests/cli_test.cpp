@@ -287,6 +287,42 @@ TEST(Cli, BenchWithDepth) {
   ExpectError(model + " --depth 4092", {"4098", "max_position_embeddings of 4096"});
 }
 
+// --kv-cache-dtype on the commands that run a model: bench names the cache in its header (and JSON),
+// generate and logits run with an FP8 cache, and a wrong value is a parse error listing the choices.
+TEST(Cli, KvCacheDtype) {
+  const std::string bench = "bench --backend cpu --model " + ModelDir("qwen3-next-tiny") + " -p 4 -n 2 -r 1 -b 1";
+  Result r = RunCli(bench);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("; backend cpu; KV cache f32; loaded in"), std::string::npos) << r.output;
+  std::string json = (fs::temp_directory_path() / "infernix_cli_bench_kv.json").string();
+  r = RunCli(bench + " --kv-cache-dtype fp8 --json " + json);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("; backend cpu; KV cache fp8 e4m3; loaded in"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("| tg2 | 1 |"), std::string::npos) << r.output;
+  EXPECT_EQ(nlohmann::json::parse(testing::ReadBinary(json))["kv_cache"], "fp8 e4m3");
+  fs::remove(json);
+
+  const std::string model = "--backend cpu --model " + ModelDir("qwen3-tiny") + " --tokens 1,2,3,4,5,6";
+  r = RunCli("generate " + model + " --max-tokens 4 --kv-cache-dtype fp8");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(nlohmann::json::parse(r.output).size(), 4u) << r.output;
+  r = RunCli("generate " + model + " --max-tokens 4 --kv-cache-dtype auto");
+  ASSERT_EQ(r.status, 0) << r.output;
+  std::string out = (fs::temp_directory_path() / "infernix_cli_logits_kv").string();
+  r = RunCli("logits " + model + " --kv-cache-dtype fp8 --out " + out);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(testing::ReadBinary(out).size(), 6u * 4096 * sizeof(float));
+  fs::remove(out);
+
+  for (const std::string& cmd : {"generate " + model, bench, std::string("serve")}) {
+    r = RunCli(cmd + " --kv-cache-dtype fp16");
+    EXPECT_NE(r.status, 0) << cmd << "\n" << r.output;
+    EXPECT_NE(r.output.find("--kv-cache-dtype: fp16 not in {auto,fp8}"), std::string::npos) << cmd << "\n" << r.output;
+  }
+  r = RunCli("serve --help");
+  EXPECT_NE(r.output.find("--kv-cache-dtype TEXT:{auto,fp8}=auto"), std::string::npos) << r.output;
+}
+
 TEST(Cli, HelpListsTheCommands) {
   Result r = RunCli("--help");
   EXPECT_EQ(r.status, 0);

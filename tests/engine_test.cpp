@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <thread>
 
 #include "backend/cpu/cpu_backend.h"
@@ -50,8 +51,9 @@ class EngineTest : public ::testing::Test {
     tokenizer_ = Tokenizer::Load(*files_);
   }
   std::unique_ptr<Engine> MakeEngine(int slots, size_t queue, int64_t context = 512, int64_t chunk = 7,
-                                     int sampling_threads = 0) {
+                                     int sampling_threads = 0, KvCacheType kv = KvCacheType::kActivation) {
     EngineOptions o;
+    o.kv_cache_type = kv;
     o.sampling_threads = sampling_threads;
     o.max_slots = slots;
     o.max_queue = queue;
@@ -143,6 +145,42 @@ TEST_F(EngineTest, SampledConcurrentRequestsDoNotDependOnTheSamplingThreads) {
   }
   // Not all the same sequence: the draws differ between requests.
   EXPECT_NE(one[0].tokens, one[1].tokens);
+}
+
+// An FP8 KV cache (kv_cache_type kF8E4M3): each (token, KV head) row is rounded on its own, so
+// concurrent requests still give exactly the tokens greedy generation with an FP8 cache gives alone; and
+// the cache does change the logits, by a little.
+TEST_F(EngineTest, Fp8KvCacheRequestsEqualGreedyGenerationWithFp8Alone) {
+  CpuBackend reference_backend(1);
+  auto reference = LoadModel(*files_, reference_backend);
+  const std::vector<float> plain = PromptLogits(*reference, Prompt(3));
+  const std::vector<float> f8 = PromptLogits(*reference, Prompt(3), KvCacheType::kF8E4M3);
+  ASSERT_EQ(plain.size(), f8.size());
+  double diff2 = 0, ref2 = 0;
+  for (size_t i = 0; i < plain.size(); ++i) {
+    diff2 += (double(f8[i]) - plain[i]) * (double(f8[i]) - plain[i]);
+    ref2 += double(plain[i]) * plain[i];
+  }
+  EXPECT_GT(diff2, 0.0);
+  EXPECT_LT(std::sqrt(diff2 / ref2), 0.1);
+
+  auto engine = MakeEngine(3, 16, 512, 7, 0, KvCacheType::kF8E4M3);
+  EXPECT_EQ(engine->options().kv_cache_type, KvCacheType::kF8E4M3);
+  std::vector<std::shared_ptr<RequestHandle>> handles;
+  for (int i = 0; i < 4; ++i) {
+    Submission s = engine->Submit(Greedy(Prompt(i), 6 + i));
+    ASSERT_EQ(s.status, SubmitStatus::kAccepted) << s.message;
+    handles.push_back(s.handle);
+  }
+  for (int i = 0; i < 4; ++i) {
+    Collected c = Collect(*handles[static_cast<size_t>(i)]);
+    GreedyOptions g;
+    g.max_new_tokens = 6 + i;
+    g.kv_cache_type = KvCacheType::kF8E4M3;
+    EXPECT_EQ(c.tokens.size(), static_cast<size_t>(6 + i)) << "request " << i;
+    EXPECT_EQ(c.tokens, GreedyGenerate(*reference, Prompt(i), g)) << "request " << i;
+    EXPECT_EQ(c.final_update.finish_reason, FinishReason::kLength);
+  }
 }
 
 TEST_F(EngineTest, StopTokenAndStopString) {

@@ -5,7 +5,8 @@
 // For the CUDA backend it first measures the device's ceilings in the same process (copy bandwidth,
 // BF16 GEMM rate) and reports decode as the fraction of copy bandwidth used (weight + KV bytes read
 // per step / step time) and prefill as the fraction of the GEMM rate reached (model FLOPs / time).
-// Byte and FLOP counts come from the config (bf16 weights; MoE: the routed experts' distinct upper bound).
+// Byte and FLOP counts come from the config (bf16 weights; MoE: the routed experts' distinct upper bound;
+// KV bytes as --kv-cache-dtype stores them: bf16, or with fp8 a byte per value and an f32 scale per row).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -35,6 +36,7 @@ struct BenchOptions {
   std::string json_path;
   std::string dummy_quant;  // empty: bf16
   int num_layers = 0;       // > 0: keep only the first N layers (dummy weights)
+  KvCacheType kv_cache_type = KvCacheType::kActivation;
 };
 
 // The first `n` layers of `c` (a model too large for the device, measured per layer).
@@ -84,7 +86,14 @@ double LayerParams(const ModelConfig& c, int l, double experts) {
   return p;
 }
 
-ModelCounts Count(const ModelConfig& c, double experts_per_moe_layer) {
+// Bytes of one token's keys and values in one attention layer: bf16 values, or FP8 codes with an f32 scale
+// per (key or value) row of each KV head, as the CUDA backend stores them.
+double KvBytesPerTokenLayer(const ModelConfig& c, KvCacheType kv_type) {
+  const double rows = 2.0 * c.num_kv_heads;
+  return kv_type == KvCacheType::kF8E4M3 ? rows * (c.head_dim + 4.0) : rows * c.head_dim * 2.0;
+}
+
+ModelCounts Count(const ModelConfig& c, double experts_per_moe_layer, KvCacheType kv_type) {
   ModelCounts m;
   for (int l = 0; l < c.num_layers; ++l) {
     m.linear_params += LayerParams(c, l, experts_per_moe_layer);
@@ -95,7 +104,7 @@ ModelCounts Count(const ModelConfig& c, double experts_per_moe_layer) {
   m.lm_head_params = static_cast<double>(c.vocab_size) * static_cast<double>(c.hidden_size);
   const double attn_layers = c.CountLayers(LayerType::kFullAttention);
   m.attention_flops_per_pair = attn_layers * 4.0 * c.num_heads * c.head_dim;  // QK^T and PV
-  m.kv_bytes_per_token = attn_layers * 2.0 * c.num_kv_heads * c.head_dim * 2.0;  // bf16 K and V
+  m.kv_bytes_per_token = attn_layers * KvBytesPerTokenLayer(c, kv_type);
   return m;
 }
 
@@ -139,11 +148,13 @@ void Run(const BenchOptions& o) {
                  "--depth {} + --n-gen {} + {} warm-up steps = {} tokens exceed the model's max_position_embeddings "
                  "of {}",
                  depth, o.n_gen, kWarmupSteps, depth + o.n_gen + kWarmupSteps, c.max_position_embeddings);
-  std::printf("model: %s, %d layers, hidden %lld, vocab %lld%s; backend %s; loaded in %.1f s\n",
+  const std::string kv_cache = KvCacheTypeName(o.kv_cache_type, backend->activation_dtype());
+  std::printf("model: %s, %d layers, hidden %lld, vocab %lld%s; backend %s; KV cache %s; loaded in %.1f s\n",
               std::string(ArchitectureName(c.arch)).c_str(), c.num_layers, static_cast<long long>(c.hidden_size),
               static_cast<long long>(c.vocab_size),
               o.dummy_weights ? fmt::format(" (dummy {} weights)", DTypeName(linear_dtype)).c_str() : "",
-              std::string(backend->name()).c_str(), Seconds(t_load, std::chrono::steady_clock::now()));
+              std::string(backend->name()).c_str(), kv_cache.c_str(),
+              Seconds(t_load, std::chrono::steady_clock::now()));
   std::optional<DeviceCeilings> ceil = MeasureDeviceCeilings(*backend);
   if (ceil)
     std::printf("device: %s; measured copy bandwidth %.0f GB/s (read + write), BF16 GEMM %.0f TFLOP/s\n",
@@ -153,14 +164,14 @@ void Run(const BenchOptions& o) {
   const int64_t vocab = c.vocab_size;
   // Prompt processing.
   {
-    ModelCounts mc = Count(c, c.num_experts_per_tok);
+    ModelCounts mc = Count(c, c.num_experts_per_tok, o.kv_cache_type);
     const double n = static_cast<double>(o.n_prompt);
     const double flops = 2.0 * n * mc.linear_params + 2.0 * mc.lm_head_params + mc.attention_flops_per_pair * n * (n + 1) / 2;
     std::vector<int32_t> tokens(static_cast<size_t>(o.n_prompt));
     for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<int32_t>((i * 7919 + 13) % vocab);
     std::vector<double> times;
     for (int r = 0; r <= o.repetitions; ++r) {  // r == 0: warm-up
-      auto state = backend->CreateState(model->MakeStateSpec(1, o.n_prompt));
+      auto state = backend->CreateState(model->MakeStateSpec(1, o.n_prompt, o.kv_cache_type));
       auto t0 = std::chrono::steady_clock::now();
       model->Forward(ForwardBatch::Single(tokens, 0, 0, false), *state);
       auto t1 = std::chrono::steady_clock::now();
@@ -179,8 +190,9 @@ void Run(const BenchOptions& o) {
   for (int64_t b64 : batches)
     for (int64_t depth : depths) {
       const int b = static_cast<int>(b64);
-      ModelCounts mc = Count(c, std::min<double>(c.num_experts, static_cast<double>(b) * c.num_experts_per_tok));
-      auto state = backend->CreateState(model->MakeStateSpec(b, depth + o.n_gen + kWarmupSteps));
+      ModelCounts mc =
+          Count(c, std::min<double>(c.num_experts, static_cast<double>(b) * c.num_experts_per_tok), o.kv_cache_type);
+      auto state = backend->CreateState(model->MakeStateSpec(b, depth + o.n_gen + kWarmupSteps, o.kv_cache_type));
       // --depth: every sequence gets its context first, in forward passes of at most kPrefillChunk tokens
       // continuing at the slot's length. Only the very last pass returns a logit row: its copy to the host
       // waits for the device, so the time printed covers the whole prefill.
@@ -271,7 +283,7 @@ void Run(const BenchOptions& o) {
   if (!o.json_path.empty()) {
     std::ofstream out(o.json_path, std::ios::trunc);
     if (!out) ThrowError(ErrorCode::kIo, "--json {}: cannot open for writing", o.json_path);
-    out << "{\"backend\": \"" << backend->name() << "\", \"rows\": [";
+    out << "{\"backend\": \"" << backend->name() << "\", \"kv_cache\": \"" << kv_cache << "\", \"rows\": [";
     for (size_t i = 0; i < rows.size(); ++i)
       out << (i ? ", " : "") << "{\"test\": \"" << rows[i].test << "\", \"batch\": " << rows[i].batch
           << ", \"depth\": " << rows[i].depth << ", \"tokens_per_s\": " << rows[i].tokens_per_s
@@ -288,6 +300,7 @@ void RegisterBenchCommand(CLI::App& app) {
   cmd->add_option("--model", o->model_path,
                   "Model folder, or with --dummy-weights a config .json; default: the embedded qwen3-next-e2e model");
   AddBackendOptions(cmd, o->backend, o->dummy_weights);
+  AddKvCacheOption(cmd, o->kv_cache_type);
   cmd->add_option("--n-prompt,-p", o->n_prompt, "Prompt tokens processed in one forward pass")->capture_default_str();
   cmd->add_option("--n-gen,-n", o->n_gen, "Tokens generated per sequence")->capture_default_str();
   cmd->add_option("--depth,-d", o->depths,

@@ -22,6 +22,7 @@ struct CommonOptions {
   std::string tokens;
   BackendOptions backend;
   bool dummy_weights = false;
+  KvCacheType kv_cache_type = KvCacheType::kActivation;
 };
 
 void AddCommonOptions(CLI::App* cmd, CommonOptions& o) {
@@ -29,6 +30,7 @@ void AddCommonOptions(CLI::App* cmd, CommonOptions& o) {
                   "Model folder (config.json + *.safetensors); default: the embedded qwen3-next-e2e model");
   cmd->add_option("--tokens", o.tokens, "Prompt token ids, comma-separated (e.g. 1,2,3)")->required();
   AddBackendOptions(cmd, o.backend, o.dummy_weights);
+  AddKvCacheOption(cmd, o.kv_cache_type);
 }
 
 struct Loaded {
@@ -63,6 +65,24 @@ void AddBackendOptions(CLI::App* cmd, BackendOptions& backend, bool& dummy_weigh
                 "config.json, or a config .json file); for benchmarks");
 }
 
+CLI::Option* AddKvCacheOption(CLI::App* cmd, KvCacheType& kv_type) {
+  return cmd
+      ->add_option_function<std::string>(
+          "--kv-cache-dtype",
+          [&kv_type](const std::string& name) {
+            kv_type = name == "fp8" ? KvCacheType::kF8E4M3 : KvCacheType::kActivation;
+          },
+          "How the KV cache stores keys and values: auto, the backend's activation type (bf16 on CUDA, f32 on "
+          "CPU); fp8, E4M3 with a power-of-two scale per row (one token's key or value for one KV head), about "
+          "half the memory of bf16 keys and values (the CPU backend rounds them the same way but keeps f32)")
+      ->check(CLI::IsMember({"auto", "fp8"}))
+      ->default_str("auto");
+}
+
+std::string KvCacheTypeName(KvCacheType kv_type, DType activation_dtype) {
+  return kv_type == KvCacheType::kF8E4M3 ? "fp8 e4m3" : std::string(DTypeName(activation_dtype));
+}
+
 ModelConfig LoadConfigForDummyWeights(const std::string& model_path, std::unique_ptr<FileSet>* files) {
   bool json_file = model_path.size() > 5 && model_path.compare(model_path.size() - 5, 5, ".json") == 0;
   if (json_file) return ParseModelConfig(ReadFileText(model_path), model_path);
@@ -80,7 +100,7 @@ void RegisterModelCommands(CLI::App& app) {
   logits->callback([logits_opts, out_path] {
     std::vector<int32_t> tokens = ParseTokenList(logits_opts->tokens);
     Loaded l = Load(*logits_opts);
-    std::vector<float> values = PromptLogits(*l.model, tokens);
+    std::vector<float> values = PromptLogits(*l.model, tokens, logits_opts->kv_cache_type);
     std::ofstream out(*out_path, std::ios::binary | std::ios::trunc);
     if (!out) ThrowError(ErrorCode::kIo, "--out {}: cannot open for writing", *out_path);
     out.write(reinterpret_cast<const char*>(values.data()), static_cast<std::streamsize>(values.size() * sizeof(float)));
@@ -106,6 +126,7 @@ void RegisterModelCommands(CLI::App& app) {
     GreedyOptions g;
     g.max_new_tokens = *max_tokens;
     g.stop_at_eos = *stop_at_eos;
+    g.kv_cache_type = gen_opts->kv_cache_type;
     if (l.package) g.eos_token_ids = l.package->LoadGenerationDefaults().eos_token_ids;
     g.max_context = *ctx_size > 0 ? *ctx_size : l.model->config().max_position_embeddings;
     std::vector<int32_t> out = GreedyGenerate(*l.model, tokens, g);

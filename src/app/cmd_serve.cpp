@@ -1,14 +1,14 @@
 // `infernix serve`: the OpenAI- and Anthropic-compatible HTTP server.
 #include <pthread.h>
 #include <signal.h>
+#include <toml++/toml.h>
 
 #include <cstdio>
 #include <memory>
 #include <thread>
 
-#include <toml++/toml.h>
-
 #include "app/commands.h"
+#include "app/model_options.h"
 #include "base/error.h"
 #include "server/http_server.h"
 #include "server/service.h"
@@ -121,6 +121,7 @@ void RegisterServeCommand(CLI::App& app) {
                     "Context per request in tokens (prompt + output); 0 = the model's max_position_embeddings")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  AddKvCacheOption(serve, o->service.engine.kv_cache_type);
   serve->add_option("--max-batch-tokens", o->service.engine.max_batch_tokens, "Tokens per forward step")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);

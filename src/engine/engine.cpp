@@ -43,7 +43,8 @@ Engine::Engine(Model& model, const Tokenizer& tokenizer, EngineOptions options)
       tokenizer_(tokenizer),
       options_(options),
       scheduler_(SchedulerOptions{options.max_slots, options.max_batch_tokens, options.prefill_chunk}) {
-  state_ = model_.backend().CreateState(model_.MakeStateSpec(options_.max_slots, options_.max_context));
+  state_ = model_.backend().CreateState(
+      model_.MakeStateSpec(options_.max_slots, options_.max_context, options_.kv_cache_type));
   const size_t hardware = std::max<size_t>(1, std::thread::hardware_concurrency());
   const size_t sampling = options_.sampling_threads > 0
                               ? static_cast<size_t>(options_.sampling_threads)

@@ -33,6 +33,7 @@ struct EngineOptions {
   int64_t max_context = 0;          // tokens per sequence, prompt + output (--ctx-size)
   int64_t max_batch_tokens = 2048;  // tokens per forward step
   int64_t prefill_chunk = 512;      // prompt tokens of one request per step
+  KvCacheType kv_cache_type = KvCacheType::kActivation;  // how the KV cache holds keys and values (--kv-cache-dtype)
   // Threads that sample the sequences of a step at once (each touches only its own request's sampler
   // and grammar): 0, one per sequence slot up to the hardware's threads; 1, on the engine thread alone.
   int sampling_threads = 0;

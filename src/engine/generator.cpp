@@ -13,9 +13,9 @@ int32_t Argmax(const float* values, int64_t n) {
   return static_cast<int32_t>(best);
 }
 
-std::vector<float> PromptLogits(Model& model, const std::vector<int32_t>& tokens) {
+std::vector<float> PromptLogits(Model& model, const std::vector<int32_t>& tokens, KvCacheType kv_type) {
   if (tokens.empty()) ThrowError(ErrorCode::kInvalidArgument, "--tokens: expected at least one token");
-  auto state = model.backend().CreateState(model.MakeStateSpec(1, static_cast<int64_t>(tokens.size())));
+  auto state = model.backend().CreateState(model.MakeStateSpec(1, static_cast<int64_t>(tokens.size()), kv_type));
   std::vector<float> logits;
   model.Forward(ForwardBatch::Single(tokens, 0, 0, /*all_logits=*/true), *state, logits);
   return logits;
@@ -31,7 +31,7 @@ std::vector<int32_t> GreedyGenerate(Model& model, const std::vector<int32_t>& pr
   if (needed > max_context)
     ThrowError(ErrorCode::kOutOfRange, "prompt of {} tokens + {} new tokens exceeds the context size of {} tokens",
                prompt.size(), options.max_new_tokens, max_context);
-  auto state = model.backend().CreateState(model.MakeStateSpec(1, max_context));
+  auto state = model.backend().CreateState(model.MakeStateSpec(1, max_context, options.kv_cache_type));
   const int64_t vocab = model.config().vocab_size;
   std::vector<int32_t> out;
   std::vector<float> logits;

@@ -14,14 +14,16 @@ namespace infernix {
 int32_t Argmax(const float* values, int64_t n);
 
 // Logits of every position of `tokens` [n, vocab], in one forward pass from an empty slot 0 of a
-// fresh state.
-std::vector<float> PromptLogits(Model& model, const std::vector<int32_t>& tokens);
+// fresh state whose KV cache holds keys and values as `kv_type` says.
+std::vector<float> PromptLogits(Model& model, const std::vector<int32_t>& tokens,
+                                KvCacheType kv_type = KvCacheType::kActivation);
 
 struct GreedyOptions {
   int max_new_tokens = 16;
   bool stop_at_eos = false;
   std::vector<int32_t> eos_token_ids;
   int64_t max_context = 0;  // 0: prompt + max_new_tokens
+  KvCacheType kv_cache_type = KvCacheType::kActivation;
   // Called with each step's logits [vocab] and the token chosen from them.
   std::function<void(const std::vector<float>& logits, int32_t token)> on_step;
 };

@@ -104,11 +104,12 @@ Model::Model(ModelConfig config, std::unique_ptr<WeightSource> files, Backend& b
 
 Model::~Model() = default;
 
-StateSpec Model::MakeStateSpec(int max_slots, int64_t max_context) const {
+StateSpec Model::MakeStateSpec(int max_slots, int64_t max_context, KvCacheType kv_type) const {
   const ModelConfig& c = config_;
   StateSpec s;
   s.max_slots = max_slots;
   s.max_context = max_context;
+  s.kv_type = kv_type;
   s.n_attention_layers = c.CountLayers(LayerType::kFullAttention);
   s.n_kv_heads = c.num_kv_heads;
   s.head_dim = c.head_dim;

@@ -45,8 +45,9 @@ class Model {
 
   const ModelConfig& config() const { return config_; }
   Backend& backend() { return backend_; }
-  // State sizes for `max_slots` concurrent sequences of up to `max_context` tokens each.
-  StateSpec MakeStateSpec(int max_slots, int64_t max_context) const;
+  // State sizes for `max_slots` concurrent sequences of up to `max_context` tokens each, with the KV cache
+  // holding keys and values as `kv_type` says.
+  StateSpec MakeStateSpec(int max_slots, int64_t max_context, KvCacheType kv_type = KvCacheType::kActivation) const;
 
   // Runs the batch and appends its tokens to `state`. Returns the logits [logit_rows.size(), vocab_size]
   // (f32) in host memory of the backend that the caller may change, valid until the next Forward (the

@@ -5,6 +5,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "base/check.h"
+#include "quant/kv_f8.h"
 
 namespace infernix {
 
@@ -51,6 +52,14 @@ void CpuBackend::Attention(const Tensor& q, const Tensor& k, const Tensor& v, Se
                 static_cast<size_t>(seq.n_tokens * kv_row) * sizeof(float));
     std::memcpy(vc + seq.pos_begin * kv_row, v.as<const float>() + seq.token_begin * kv_row,
                 static_cast<size_t>(seq.n_tokens * kv_row) * sizeof(float));
+    if (spec.kv_type == KvCacheType::kF8E4M3) {
+      // The cache keeps f32, but exactly the values an FP8 cache decodes: each (token, KV head) row of
+      // keys and of values goes through E4M3 with its own power-of-two scale (quant/kv_f8.h).
+      for (int64_t r = seq.pos_begin * hkv; r < end * hkv; ++r) {
+        quant::KvF8RoundTripRow(kc + r * d, d);
+        quant::KvF8RoundTripRow(vc + r * d, d);
+      }
+    }
     k_base[s] = kc;
     v_base[s] = vc;
   }

@@ -62,7 +62,8 @@ class CpuBackend final : public Backend {
 };
 
 // The CPU backend's per-slot state: f32 KV caches grown on demand up to max_context, conv windows
-// [kernel-1, C] and recurrent states [nv, dk, dv].
+// [kernel-1, C] and recurrent states [nv, dk, dv]. With kv_type kF8E4M3 the KV caches stay f32 but hold
+// the FP8-decoded values of each row (Attention rounds them through quant::KvF8RoundTripRow on append).
 class CpuState final : public SequenceState {
  public:
   explicit CpuState(const StateSpec& spec);

@@ -2,6 +2,7 @@
 // delta rule) and of its determinism, against values derived by hand or by a double-precision
 // re-implementation written here.
 #include "backend/cpu/cpu_test_util.h"
+#include "quant/kv_f8.h"
 
 namespace infernix {
 namespace {
@@ -234,6 +235,68 @@ TEST(CpuAttention, LayersHaveSeparateCachesAndClearSlotForgets) {
   EXPECT_EQ(state->SlotLength(0), 0);
   backend.Attention(q.view(), k.view(), v2.view(), *state, 0, OneSeq(1), 1.0f, out.view());
   EXPECT_EQ(Values(out.view()), (std::vector<float>{4, 0}));
+}
+
+// Keys and values [n, hkv, d] with every (token, KV head) row replaced by what an FP8 cache reads back.
+std::vector<float> KvF8RoundTripped(std::vector<float> x, int64_t d) {
+  for (size_t r = 0; r < x.size(); r += size_t(d)) quant::KvF8RoundTripRow(x.data() + r, d);
+  return x;
+}
+
+TEST(CpuAttention, Fp8CacheEqualsRoundTrippedKvOverPrefillAndDecode) {
+  const int64_t n_prefill = 5, n_decode = 3, n = n_prefill + n_decode, hq = 6, hkv = 3, d = 16;
+  std::vector<float> qv = Pseudo(size_t(n * hq * d), 81, -2, 2), kv = Pseudo(size_t(n * hkv * d), 82, -3, 3),
+                     vv = Pseudo(size_t(n * hkv * d), 83);
+  HostBuffer q = MakeF32(Shape{n, hq, d}, qv);
+  HostBuffer k = MakeF32(Shape{n, hkv, d}, kv), v = MakeF32(Shape{n, hkv, d}, vv);
+  HostBuffer k_rt = MakeF32(Shape{n, hkv, d}, KvF8RoundTripped(kv, d));
+  HostBuffer v_rt = MakeF32(Shape{n, hkv, d}, KvF8RoundTripped(vv, d));
+  const float scale = 1.0f / std::sqrt(float(d));
+  CpuBackend backend(2);
+  StateSpec f8_spec = AttentionSpec(int(hkv), int(d));
+  f8_spec.kv_type = KvCacheType::kF8E4M3;
+  auto f8 = backend.CreateState(f8_spec);                                // fed k, v
+  auto emulated = backend.CreateState(AttentionSpec(int(hkv), int(d)));  // fed k_rt, v_rt
+  auto plain = backend.CreateState(AttentionSpec(int(hkv), int(d)));     // fed k, v
+  HostBuffer out_f8 = MakeOut(Shape{n, hq, d}), out_emulated = MakeOut(Shape{n, hq, d}),
+             out_plain = MakeOut(Shape{n, hq, d});
+  // A prefill of n_prefill tokens, then one decode step per remaining token, all in slot 1.
+  auto run = [&](SequenceState& state, const HostBuffer& keys, const HostBuffer& values, HostBuffer& out) {
+    for (int64_t step = 0, begin = 0; step <= n_decode; ++step) {
+      int64_t len = step == 0 ? n_prefill : 1;
+      BatchLayout layout = OneSeq(len, begin, 1);
+      backend.Attention(q.view().SliceRows(begin, len), keys.view().SliceRows(begin, len),
+                        values.view().SliceRows(begin, len), state, 0, layout, scale, out.view().SliceRows(begin, len));
+      state.Advance(layout);
+      begin += len;
+    }
+    EXPECT_EQ(state.SlotLength(1), n);
+  };
+  run(*f8, k, v, out_f8);
+  run(*emulated, k_rt, v_rt, out_emulated);
+  run(*plain, k, v, out_plain);
+
+  std::vector<float> a = Values(out_f8.view()), b = Values(out_emulated.view()), c = Values(out_plain.view());
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    uint32_t ba = 0, bb = 0;
+    std::memcpy(&ba, &a[i], sizeof(ba));
+    std::memcpy(&bb, &b[i], sizeof(bb));
+    ASSERT_EQ(ba, bb) << "at index " << i << ": " << a[i] << " vs " << b[i];
+  }
+  // The cache itself holds the decoded rows.
+  auto& f8_state = static_cast<CpuState&>(*f8);
+  std::vector<float> cached(f8_state.Keys(0, 1, n), f8_state.Keys(0, 1, n) + n * hkv * d);
+  EXPECT_EQ(cached, Values(k_rt.view()));
+  // FP8 is close to the f32 cache, but not equal to it.
+  double diff2 = 0, ref2 = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    diff2 += (double(a[i]) - c[i]) * (double(a[i]) - c[i]);
+    ref2 += double(c[i]) * c[i];
+  }
+  double rel = std::sqrt(diff2 / ref2);
+  EXPECT_GT(rel, 0.0);
+  EXPECT_LT(rel, 0.1);
 }
 
 // ---- CausalConv1d ----
