@@ -126,14 +126,17 @@ double TopGap(const float* l, int64_t vocab) {
 // CPU's token wherever the CPU's top-2 gap exceeds the bound. Returns the number of steps checked.
 // `stats`, when set, also collects the GPU's step logits against the CPU's.
 int CheckGreedyAgainstCpu(Model& cpu, Model& gpu, const std::vector<int32_t>& prompt, int new_tokens,
-                          const std::string& what, Stats* stats = nullptr) {
+                          const std::string& what, Stats* stats = nullptr,
+                          KvCacheType kv_type = KvCacheType::kActivation) {
   const int64_t vocab = cpu.config().vocab_size;
   std::vector<std::vector<float>> cpu_logits;
   GreedyOptions g;
   g.max_new_tokens = new_tokens;
+  g.kv_cache_type = kv_type;
   g.on_step = [&](const std::vector<float>& l, int32_t) { cpu_logits.push_back(l); };
   std::vector<int32_t> tokens = GreedyGenerate(cpu, prompt, g);
-  auto state = gpu.backend().CreateState(gpu.MakeStateSpec(1, static_cast<int64_t>(prompt.size()) + new_tokens));
+  auto state =
+      gpu.backend().CreateState(gpu.MakeStateSpec(1, static_cast<int64_t>(prompt.size()) + new_tokens, kv_type));
   std::vector<float> logits;
   std::vector<int32_t> step = prompt;
   int64_t pos = 0;
@@ -214,6 +217,34 @@ TEST_P(GpuTinyModel, GreedyGenerationFollowsTheCpu) {
   std::printf("[ metric ] %-44s free-running greedy: first %zu of %zu tokens equal transformers'\n", GetParam().c_str(),
               agree, want.size());
   if (s.rows > 0) ExpectWithinTolerance(s, GetParam() + " greedy steps");
+}
+
+// An FP8 KV cache (--kv-cache-dtype fp8): the GPU's prompt logits (prefill) and greedy steps (decode)
+// against the CPU's with the same cache, i.e. the same decoded keys and values, within the bf16 cache's
+// tolerance; and what FP8 keys and values cost against transformers' logits (a full-precision cache).
+TEST_P(GpuTinyModel, Fp8KvCacheFollowsTheCpu) {
+  CpuBackend cpu_backend(0);
+  auto cpu = LoadModel(*files_, cpu_backend);
+  Stats vs_cpu, vs_ref;
+  for (int i = 0; ref_->Has("prompt." + std::to_string(i) + ".ids"); ++i) {
+    const std::string p = "prompt." + std::to_string(i);
+    const std::vector<int32_t> ids = ref_->Ids(p + ".ids");
+    const std::vector<float> logits = PromptLogits(*model_, ids, KvCacheType::kF8E4M3);
+    Accumulate(vs_cpu, logits, PromptLogits(*cpu, ids, KvCacheType::kF8E4M3), vocab());
+    Accumulate(vs_ref, logits, ref_->Floats(p + ".logits"), vocab());
+  }
+  ExpectWithinTolerance(vs_cpu, GetParam() + " fp8 KV prompts vs CPU");
+  // Against full precision the random tiny MoE models move most (router flips: qwen3-moe-tiny's argmax
+  // agreed at 0.885 of all positions, every decisive one equal); the decisive positions must hold.
+  PrintStats(vs_ref, GetParam() + " fp8 KV prompts vs transformers");
+  EXPECT_GE(vs_ref.DecisiveAgreement(), kMinDecisiveAgreement) << GetParam();
+  // The greedy steps: the GPU's token wherever the CPU's top-2 gap exceeds the bound (checked inside).
+  Stats steps;
+  EXPECT_GT(CheckGreedyAgainstCpu(*cpu, *model_, ref_->Ids("generate.prompt_ids"), 24, GetParam() + " fp8 KV", &steps,
+                                  KvCacheType::kF8E4M3),
+            0);
+  PrintStats(steps, GetParam() + " fp8 KV greedy steps vs CPU");
+  EXPECT_GE(steps.DecisiveAgreement(), kMinDecisiveAgreement) << GetParam();
 }
 
 // Token-by-token decoding reproduces a prefill of the whole sequence (different kernels: split-KV

@@ -7,7 +7,7 @@
 // a long one on all of them. K/V sub-tiles are double-buffered with cp.async.
 #include <cmath>
 
-#include "backend/cuda/device_util.cuh"
+#include "backend/cuda/kv_f8.cuh"
 
 namespace infernix::cuda {
 namespace {
@@ -91,7 +91,17 @@ __global__ void __launch_bounds__(kThreads)
     const int64_t src = ((static_cast<int64_t>(page) * hkv + kvh) * kPageSize + kb % kPageSize) * d;
     bf16* kd = ks + buf * kKeys * kst;
     bf16* vd = vs + buf * kKeys * d;
-    if (d % 8 == 0) {
+    if (kv.f8()) {  // FP8 pages (kv_f8.cuh): decoded here into the same bf16 sub-tiles
+      const uint8_t* kc = static_cast<const uint8_t*>(kv.k_pages) + src;
+      const uint8_t* vc = static_cast<const uint8_t*>(kv.v_pages) + src;
+      const float* ksc = kv.k_scale + src / d;
+      const float* vsc = kv.v_scale + src / d;
+      for (int i = tid; i < nk * d; i += kThreads) {
+        const int j = i / d;
+        kd[j * kst + i - j * d] = __float2bfloat16_rn(KvF8Value(kc[i], ksc[j]));
+        vd[i] = __float2bfloat16_rn(KvF8Value(vc[i], vsc[j]));
+      }
+    } else if (d % 8 == 0) {
       const int units = d / 8;
       for (int i = tid; i < nk * units; i += kThreads) {
         const int j = i / units, c = (i - j * units) * 8;

@@ -41,26 +41,44 @@ __host__ __device__ constexpr int Stages() {
   return D <= 128 ? 1 : 3;
 }
 
-// Q (kRows rows), then kStages buffers of K and V of one page; after the pages, the bytes after Q hold the
-// warps' partial results: o [kWarps][kRows][D] f32, then m and l [kWarps][kRows]. The fused kernel has a
-// preparation area after all that (see the kernel).
+// Raw pages of an FP8 cache in flight (kF8 below): one, decoded into the bf16 buffer and then refilled with the
+// next page while the buffer is computed on. At head_dim 256 that leaves room for two blocks per SM (107 KiB
+// each), whose 8 warps share the decoding; with three raw pages and one block (4 warps), the decoding's
+// instructions made Qwen3-Next's decode at 131,072 tokens slower than with the bf16 cache (issue-bound at 2.7
+// cycles per instruction, DRAM at 23%: docs/performance.md).
+constexpr int kRawStages = 1;
+
+// An FP8 cache's page as staged (kF8 below): the K codes [kPageSize][D], the V codes, the K scales
+// [kPageSize] and the V scales.
+template <int D>
+__host__ __device__ constexpr int RawPageBytes() {
+  return 2 * kPageSize * D + 2 * kPageSize * static_cast<int>(sizeof(float));
+}
+
+// Q (kRows rows), then kStages buffers of K and V of one page (bf16; an FP8 cache: one such buffer, then
+// kRawStages raw pages, each decoded into the buffer when its turn comes); after the pages, the bytes after Q
+// hold the warps' partial results: o [kWarps][kRows][D] f32, then m and l [kWarps][kRows]. The fused
+// kernel has a preparation area after all that (see the kernel).
 template <int D>
 __host__ __device__ constexpr size_t QBytes() {
   return size_t{kRows} * Stride<D>() * sizeof(bf16);
 }
-template <int D>
+template <int D, bool kF8>
 __host__ __device__ constexpr size_t SmemBytes() {
-  const size_t tiles = QBytes<D>() + size_t{2 * kPageSize * Stages<D>()} * Stride<D>() * sizeof(bf16);
+  const size_t buffer = size_t{2 * kPageSize} * Stride<D>() * sizeof(bf16);
+  const size_t tiles = QBytes<D>() + (kF8 ? buffer + size_t{kRawStages} * RawPageBytes<D>() : buffer * Stages<D>());
   const size_t merge = QBytes<D>() + size_t{kWarps} * kRows * (D + 2) * sizeof(float);
   return tiles > merge ? tiles : merge;
 }
-template <int D>
+template <int D, bool kF8>
 __host__ __device__ constexpr size_t FusedSmemBytes() {
-  return SmemBytes<D>() + size_t{kWarps + 3} * D * sizeof(float) + 2 * D * sizeof(bf16);
+  return SmemBytes<D, kF8>() + size_t{kWarps + 3} * D * sizeof(float) + 2 * D * sizeof(bf16);
 }
 
-// kFused (DecodeAttentionFusion, kernels.h): q, k and v prepared here, the splits merged here.
-template <int D, bool kFused>
+// kFused (DecodeAttentionFusion, kernels.h): q, k and v prepared here, the splits merged here. kF8: an FP8
+// cache (kv_f8.cuh), whose pages are staged raw with cp.async and decoded into one bf16 buffer, so that
+// the products are the bf16 cache's.
+template <int D, bool kFused, bool kF8>
 __global__ void __launch_bounds__(kThreads)
     DecodeMmaKernel(DeviceLayout layout, KvCacheView kv, const bf16* q, int n_heads, float scale_log2, int n_splits,
                     float* ws_o, float* ws_ml, bf16* direct_out, DecodeAttentionFusion f) {
@@ -101,6 +119,47 @@ __global__ void __launch_bounds__(kThreads)
   const bf16* kpages = static_cast<const bf16*>(kv.k_pages);
   const bf16* vpages = static_cast<const bf16*>(kv.v_pages);
   const int first = begin / kPageSize, last = (end - 1) / kPageSize;  // the chunk's pages
+  // FP8: page kb's codes and scales into raw page kb % kRawStages, 16 bytes per copy (zeros for the columns past
+  // head_dim and the keys outside the chunk, whose scales the decoding replaces with 0), one cp.async group per page as
+  // load_page; decode(kb) makes them the bf16 buffer's values.
+  uint8_t* raw = reinterpret_cast<uint8_t*>(pages + kBuffer);
+  constexpr int kCopies = D / 16;  // of 16 codes (head_dim % 16 == 0: AttentionDecodeMmaFits)
+  auto load_raw = [&](int kb) {
+    if (kb <= last) {
+      uint8_t* rk = raw + (kb % kRawStages) * RawPageBytes<D>();
+      const int page = kv.page_table[static_cast<int64_t>(slot) * kv.pages_per_slot + kb];
+      const int64_t row0 = (static_cast<int64_t>(page) * hkv + kvh) * kPageSize;
+      const uint8_t* kc = static_cast<const uint8_t*>(kv.k_pages) + row0 * d;
+      const uint8_t* vc = static_cast<const uint8_t*>(kv.v_pages) + row0 * d;
+      for (int i = tid; i < kPageSize * kCopies; i += kThreads) {
+        const int r = i / kCopies, c = i - r * kCopies;
+        const int key = kb * kPageSize + r;
+        const bool valid = key >= begin && key < end && c < d / 16;
+        const int64_t src = valid ? static_cast<int64_t>(r) * d + c * 16 : 0;
+        CpAsync16Zfill(rk + r * D + c * 16, kc + src, valid);
+        CpAsync16Zfill(rk + (kPageSize + r) * D + c * 16, vc + src, valid);
+      }
+      float* sc = reinterpret_cast<float*>(rk + 2 * kPageSize * D);
+      for (int i = tid; i < kPageSize / 2; i += kThreads) {  // 4 rows' scales at a time, K's then V's
+        const int which = i / (kPageSize / 4), r = (i - which * (kPageSize / 4)) * 4;
+        CpAsync16(sc + which * kPageSize + r, (which == 0 ? kv.k_scale : kv.v_scale) + row0 + r);
+      }
+    }
+    CpAsyncCommit();
+  };
+  auto decode = [&](int kb) {  // 16 codes at a time
+    const uint8_t* rk = raw + (kb % kRawStages) * RawPageBytes<D>();
+    const float* sc = reinterpret_cast<const float*>(rk + 2 * kPageSize * D);
+    for (int i = tid; i < 2 * kPageSize * kCopies; i += kThreads) {
+      const int row = i / kCopies, c = i - row * kCopies;  // rows: K's, then V's
+      const int key = kb * kPageSize + row % kPageSize;
+      const float scale = key >= begin && key < end ? sc[row] : 0.0f;
+      const uint4 codes = *reinterpret_cast<const uint4*>(rk + row * D + c * 16);
+      uint4* dst = reinterpret_cast<uint4*>(pages + row * kStride + c * 16);
+      dst[0] = KvF8x8ToBf16(make_uint2(codes.x, codes.y), scale);
+      dst[1] = KvF8x8ToBf16(make_uint2(codes.z, codes.w), scale);
+    }
+  };
   // Page kb's K and V into buffer kb % kStages, zeros for keys outside the chunk (no NaN from stale bytes
   // reaches P V) and for columns past head_dim. One cp.async group per page, empty past the last page, so
   // that the group count stays uniform.
@@ -125,7 +184,7 @@ __global__ void __launch_bounds__(kThreads)
   // cos and sin at this token's position (f32), and the new key and value (bf16 [2][D]), which the block
   // whose chunk holds them prepares.
   const bool owner = kFused && pos < end;
-  float* prep_rows = reinterpret_cast<float*>(smem + SmemBytes<D>());
+  float* prep_rows = reinterpret_cast<float*>(smem + SmemBytes<D, kF8>());
   float* norm_w = prep_rows + kWarps * D;  // [2][D]: q's, k's
   float* rope_cs = norm_w + 2 * D;         // [D / 2]
   float* rope_sn = rope_cs + D / 2;        // [D / 2]
@@ -134,8 +193,13 @@ __global__ void __launch_bounds__(kThreads)
     // The keys before this token's were written by earlier forwards (each forward's batch layout is
     // copied in first, and a copy waits for everything before it), so their pages load before the wait;
     // the new key's row is patched in once prepared. The weights and RoPE's factors are ready before too.
+    if constexpr (kF8) {
 #pragma unroll
-    for (int j = 0; j < (kStages > 1 ? kStages - 1 : 1); ++j) load_page(first + j);
+      for (int j = 0; j < kRawStages; ++j) load_raw(first + j);
+    } else {
+#pragma unroll
+      for (int j = 0; j < (kStages > 1 ? kStages - 1 : 1); ++j) load_page(first + j);
+    }
     const QkvPrep& p = f.prep;
     for (int i = tid; i < 2 * D; i += kThreads) {
       const HeadPrep& hp = p.t[i / D];
@@ -196,17 +260,18 @@ __global__ void __launch_bounds__(kThreads)
       }
       bf16* x = row_of(it);
       bf16* dst = ti == 0 ? qs + it * kStride : knew + (ti - 1) * D;
-      bf16* cache = ti == 0 ? nullptr : CacheRowAt(kv, hp.cache, slot, pos, kvh);
 #pragma unroll
       for (int e = 0; e < kPer; ++e) {
         const int i = lane + 32 * e;
         const bf16 v = __float2bfloat16_rn(row[i]);
-        dst[i] = v;
-        if (i < d && cache != nullptr) {
-          cache[i] = v;
-          if (PrepChangesRow(hp)) x[i] = v;  // k; q is written back after the merge (the other splits read it)
-        }
+        dst[i] = v;  // zeros past head_dim
+        // k; q is written back after the merge (the other splits read it)
+        if (i < d && ti != 0 && PrepChangesRow(hp)) x[i] = v;
       }
+      if (ti != 0 && hp.cache != 0)  // the new key or value as the cache holds it (FP8: decoded)
+        StoreKvRow(
+            kv, hp.cache, KvRowIndex(kv, slot, pos, kvh), [&](int i) { return row[i]; },
+            [&](int i, float v) { dst[i] = __float2bfloat16_rn(v); }, lane);
       __syncwarp();  // the row is free for the warp's next item
     }
     for (int i = tid; i < (kRows - group) * D; i += kThreads)
@@ -218,8 +283,13 @@ __global__ void __launch_bounds__(kThreads)
       const bool valid = r < group && c < d_chunks;
       CpAsync16Zfill(qs + r * kStride + c * 8, q + (valid ? (head0 + r) * d + c * 8 : 0), valid);
     }
+    if constexpr (kF8) {  // Q travels with the first page's group
 #pragma unroll
-    for (int j = 0; j < kStages - 1; ++j) load_page(first + j);  // Q travels with the first page's group
+      for (int j = 0; j < kRawStages; ++j) load_raw(first + j);
+    } else {
+#pragma unroll
+      for (int j = 0; j < kStages - 1; ++j) load_page(first + j);
+    }
   }
 
   const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
@@ -228,7 +298,13 @@ __global__ void __launch_bounds__(kThreads)
   for (int i = 0; i < D / 8; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
   float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.0f, 0.0f};  // rows g and g + 8
   for (int kb = first; kb <= last; ++kb) {
-    if constexpr (kStages == 1) {
+    if constexpr (kF8) {              // kRawStages raw pages in flight while the buffer is computed on
+      CpAsyncWait<kRawStages - 1>();  // page kb has landed
+      __syncthreads();                // for every thread; and every warp is done with the buffer
+      decode(kb);
+      __syncthreads();
+      load_raw(kb + kRawStages);  // into the raw page just decoded
+    } else if constexpr (kStages == 1) {
       if (!kFused || kb != first) {  // the fused kernel loaded the first page before its wait
         __syncthreads();             // every warp is done with the previous page
         load_page(kb);
@@ -240,7 +316,7 @@ __global__ void __launch_bounds__(kThreads)
       __syncthreads();              // for every thread; and every warp is done with page kb - 1's buffer,
       load_page(kb + kStages - 1);  // which takes this page
     }
-    bf16* ks = pages + (kb % kStages) * kBuffer;
+    bf16* ks = pages + (kF8 ? 0 : kb % kStages) * kBuffer;
     bf16* vs = ks + kPageSize * kStride;
     if (owner && kb == pos / kPageSize) {  // the new key and value over the row staged from the cache
       const int r = pos % kPageSize;
@@ -387,21 +463,22 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-template <int D, bool kFused>
+template <int D, bool kFused, bool kF8>
 void Launch(cudaStream_t s, DeviceLayout layout, KvCacheView kv, const void* q, int32_t n_heads, float scale,
             int32_t n_splits, float* ws_o, float* ws_ml, void* direct_out, const DecodeAttentionFusion& f) {
   dim3 grid(static_cast<unsigned>(layout.n_tokens), static_cast<unsigned>(kv.n_kv_heads),
             static_cast<unsigned>(n_splits));
   // Just the shared memory of the blocks per SM that the grid takes in one wave: the GEMVs after the
   // attention start on its SMs before they drain, with the L1 it leaves them.
-  constexpr size_t kSmem = kFused ? FusedSmemBytes<D>() : SmemBytes<D>();
+  constexpr size_t kSmem = kFused ? FusedSmemBytes<D, kF8>() : SmemBytes<D, kF8>();
   int device = 0, sms = 1;
   INFX_CUDA_CHECK(cudaGetDevice(&device));
   INFX_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   const int64_t blocks = int64_t{grid.x} * grid.y * grid.z;
-  const int carveout = SharedCarveoutPercent(DecodeMmaKernel<D, kFused>, kSmem, (blocks + sms - 1) / sms);
-  LaunchDependentWithCarveout(carveout, DecodeMmaKernel<D, kFused>, grid, kThreads, kSmem, s, layout, kv,
-                              static_cast<const bf16*>(q), n_heads, scale * 1.4426950408889634f, n_splits, ws_o, ws_ml,
+  const auto kernel = DecodeMmaKernel<D, kFused, kF8>;
+  const int carveout = SharedCarveoutPercent(kernel, kSmem, (blocks + sms - 1) / sms);
+  LaunchDependentWithCarveout(carveout, kernel, grid, kThreads, kSmem, s, layout, kv, static_cast<const bf16*>(q),
+                              n_heads, scale * 1.4426950408889634f, n_splits, ws_o, ws_ml,
                               static_cast<bf16*>(direct_out), f);
 }
 
@@ -410,58 +487,76 @@ void Launch(cudaStream_t s, DeviceLayout layout, KvCacheView kv, const void* q, 
 // so it is not built that wide.
 constexpr int kFusedMaxHeadDim = 128;
 
-// The kernel for this head_dim (64, 128 or 256 wide; the fused one up to kFusedMaxHeadDim).
+// The kernel for this head_dim (64, 128 or 256 wide; the fused one up to kFusedMaxHeadDim) and cache type.
 template <bool kFused>
 void LaunchFor(cudaStream_t s, DeviceLayout layout, KvCacheView kv, const void* q, int32_t n_heads, float scale,
                int32_t n_splits, float* ws_o, float* ws_ml, void* direct_out, const DecodeAttentionFusion& f) {
+  auto go = [&](auto dc, auto f8c) {
+    Launch<decltype(dc)::value, kFused, decltype(f8c)::value>(s, layout, kv, q, n_heads, scale, n_splits, ws_o, ws_ml,
+                                                              direct_out, f);
+  };
+  auto with_type = [&](auto dc) {
+    if (kv.f8()) {
+      go(dc, std::true_type{});
+    } else {
+      go(dc, std::false_type{});
+    }
+  };
   if (kv.head_dim <= 64) {
-    Launch<64, kFused>(s, layout, kv, q, n_heads, scale, n_splits, ws_o, ws_ml, direct_out, f);
+    with_type(std::integral_constant<int, 64>{});
   } else if (kv.head_dim <= 128) {
-    Launch<128, kFused>(s, layout, kv, q, n_heads, scale, n_splits, ws_o, ws_ml, direct_out, f);
+    with_type(std::integral_constant<int, 128>{});
   } else if constexpr (!kFused) {
-    Launch<256, false>(s, layout, kv, q, n_heads, scale, n_splits, ws_o, ws_ml, direct_out, f);
+    with_type(std::integral_constant<int, 256>{});
   } else {
     INFX_CHECK_MSG(false, "the fused decode attention takes head_dim <= {}, not {}", kFusedMaxHeadDim, kv.head_dim);
   }
 }
 
-template <int D>
+template <int D, bool kF8>
 void Configure(size_t max_smem_optin) {
-  if (SmemBytes<D>() <= max_smem_optin)
-    INFX_CUDA_CHECK(cudaFuncSetAttribute(DecodeMmaKernel<D, false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         static_cast<int>(SmemBytes<D>())));
+  if (SmemBytes<D, kF8>() <= max_smem_optin)
+    INFX_CUDA_CHECK(cudaFuncSetAttribute(DecodeMmaKernel<D, false, kF8>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         static_cast<int>(SmemBytes<D, kF8>())));
   if constexpr (D <= kFusedMaxHeadDim) {
-    if (FusedSmemBytes<D>() <= max_smem_optin)
-      INFX_CUDA_CHECK(cudaFuncSetAttribute(DecodeMmaKernel<D, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           static_cast<int>(FusedSmemBytes<D>())));
+    if (FusedSmemBytes<D, kF8>() <= max_smem_optin)
+      INFX_CUDA_CHECK(cudaFuncSetAttribute(DecodeMmaKernel<D, true, kF8>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           static_cast<int>(FusedSmemBytes<D, kF8>())));
   }
 }
 
 // Blocks of the kernel (plain and, where there is one, fused: the fewer) resident at once.
-template <int D>
+template <int D, bool kF8>
 int64_t Residency() {
   constexpr int64_t kAny = int64_t{1} << 40;
-  int64_t blocks = PersistentBlocks(DecodeMmaKernel<D, false>, kThreads, SmemBytes<D>(), kAny);
+  int64_t blocks = PersistentBlocks(DecodeMmaKernel<D, false, kF8>, kThreads, SmemBytes<D, kF8>(), kAny);
   if constexpr (D <= kFusedMaxHeadDim)
-    blocks = std::min<int64_t>(blocks, PersistentBlocks(DecodeMmaKernel<D, true>, kThreads, FusedSmemBytes<D>(), kAny));
+    blocks = std::min<int64_t>(
+        blocks, PersistentBlocks(DecodeMmaKernel<D, true, kF8>, kThreads, FusedSmemBytes<D, kF8>(), kAny));
   return std::max<int64_t>(1, blocks);
+}
+
+// Shared memory of the plain kernel for a head_dim.
+template <bool kF8>
+size_t PlainSmem(int head_dim) {
+  return head_dim <= 64 ? SmemBytes<64, kF8>() : head_dim <= 128 ? SmemBytes<128, kF8>() : SmemBytes<256, kF8>();
 }
 
 }  // namespace
 
-bool AttentionDecodeMmaFits(int group, int head_dim, size_t max_smem_optin) {
-  if (head_dim % 8 != 0 || head_dim > 256 || group > kRows) return false;
-  const size_t need = head_dim <= 64 ? SmemBytes<64>() : head_dim <= 128 ? SmemBytes<128>() : SmemBytes<256>();
-  return need <= max_smem_optin;
+bool AttentionDecodeMmaFits(int group, int head_dim, size_t max_smem_optin, bool f8) {
+  if (head_dim % (f8 ? 16 : 8) != 0 || head_dim > 256 || group > kRows) return false;
+  return (f8 ? PlainSmem<true>(head_dim) : PlainSmem<false>(head_dim)) <= max_smem_optin;
 }
 
-bool AttentionDecodeFusedFits(int group, int head_dim, int n_splits, size_t max_smem_optin) {
-  if (!AttentionDecodeMmaFits(group, head_dim, max_smem_optin) || n_splits < 1) return false;
+bool AttentionDecodeFusedFits(int group, int head_dim, int n_splits, size_t max_smem_optin, bool f8) {
+  if (!AttentionDecodeMmaFits(group, head_dim, max_smem_optin, f8) || n_splits < 1) return false;
   // The last split's merge keeps each split's weight per query head in the bytes after Q.
   const size_t weights = size_t{kRows} * (static_cast<size_t>(n_splits) + 1) * sizeof(float);
   auto fits = [&](auto dc) {
     constexpr int D = decltype(dc)::value;
-    return FusedSmemBytes<D>() <= max_smem_optin && QBytes<D>() + weights <= SmemBytes<D>();
+    const size_t smem = f8 ? FusedSmemBytes<D, true>() : FusedSmemBytes<D, false>();
+    return smem <= max_smem_optin && QBytes<D>() + weights <= SmemBytes<D, false>();
   };
   static_assert(kFusedMaxHeadDim == 128, "the head_dims below");
   if (head_dim <= 64) return fits(std::integral_constant<int, 64>{});
@@ -470,9 +565,12 @@ bool AttentionDecodeFusedFits(int group, int head_dim, int n_splits, size_t max_
 
 DecodeMmaResidency AttentionDecodeMmaResidency() {
   DecodeMmaResidency r;
-  r.blocks[0] = Residency<64>();
-  r.blocks[1] = Residency<128>();
-  r.blocks[2] = Residency<256>();
+  r.blocks[0][0] = Residency<64, false>();
+  r.blocks[0][1] = Residency<128, false>();
+  r.blocks[0][2] = Residency<256, false>();
+  r.blocks[1][0] = Residency<64, true>();
+  r.blocks[1][1] = Residency<128, true>();
+  r.blocks[1][2] = Residency<256, true>();
   return r;
 }
 
@@ -495,9 +593,12 @@ void LaunchAttentionDecodeFused(cudaStream_t s, DeviceLayout layout, KvCacheView
 }
 
 void ConfigureAttentionDecodeMma(size_t max_smem_optin) {
-  Configure<64>(max_smem_optin);
-  Configure<128>(max_smem_optin);
-  Configure<256>(max_smem_optin);
+  Configure<64, false>(max_smem_optin);
+  Configure<128, false>(max_smem_optin);
+  Configure<256, false>(max_smem_optin);
+  Configure<64, true>(max_smem_optin);
+  Configure<128, true>(max_smem_optin);
+  Configure<256, true>(max_smem_optin);
 }
 
 }  // namespace infernix::cuda

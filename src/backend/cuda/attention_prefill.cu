@@ -5,7 +5,7 @@
 // head_dim is padded with zeros to the kernel's D (64, 128 or 256); it must be a multiple of 8.
 #include <cmath>
 
-#include "backend/cuda/device_util.cuh"
+#include "backend/cuda/kv_f8.cuh"
 
 namespace infernix::cuda {
 
@@ -25,9 +25,11 @@ __device__ __forceinline__ void Mma(float* c, const uint32_t* a, uint32_t b0, ui
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+// Q, K and V tiles (bf16); an FP8 cache's page is staged raw after them (its codes [2][64][D], then the K and V
+// scales [2][64]) and decoded into the K and V tiles.
 template <int D>
-constexpr size_t SmemBytes() {
-  return 3ull * 64 * (D + 8) * sizeof(bf16);
+constexpr size_t SmemBytes(bool f8 = false) {
+  return 3ull * 64 * (D + 8) * sizeof(bf16) + (f8 ? 2ull * 64 * D + 2ull * 64 * sizeof(float) : 0);
 }
 
 template <int D>
@@ -75,21 +77,50 @@ __global__ void __launch_bounds__(kThreads)
   for (int kb = 0; kb < n_blocks; ++kb) {
     const int page = kv.page_table[static_cast<int64_t>(slot) * kv.pages_per_slot + kb];
     const int64_t base = (static_cast<int64_t>(page) * hkv + kvh) * kPageSize * d;
-    for (int i = tid; i < 64 * kChunks; i += kThreads) {
-      int r = i / kChunks, c = i - r * kChunks;
-      bf16* kd = ks + r * kStride + c * 8;
-      bf16* vd = vs + r * kStride + c * 8;
-      if (kb * kPageSize + r < n_keys && c < d_chunks) {
-        CpAsync16(kd, kpages + base + static_cast<int64_t>(r) * d + c * 8);
-        CpAsync16(vd, vpages + base + static_cast<int64_t>(r) * d + c * 8);
-      } else {
-        *reinterpret_cast<uint4*>(kd) = zero;
-        *reinterpret_cast<uint4*>(vd) = zero;
+    if (kv.f8()) {  // FP8 pages (kv_f8.cuh; head_dim % 16 == 0): staged raw, then decoded into the tiles
+      uint8_t* raw = reinterpret_cast<uint8_t*>(vs + 64 * kStride);
+      float* raw_scale = reinterpret_cast<float*>(raw + 2 * 64 * D);
+      const uint8_t* kc = static_cast<const uint8_t*>(kv.k_pages) + base;
+      const uint8_t* vc = static_cast<const uint8_t*>(kv.v_pages) + base;
+      const int64_t row0 = base / d;
+      for (int i = tid; i < 64 * (D / 16); i += kThreads) {
+        const int r = i / (D / 16), c = i - r * (D / 16);
+        const bool valid = kb * kPageSize + r < n_keys && c < d / 16;
+        const int64_t src = valid ? static_cast<int64_t>(r) * d + c * 16 : 0;
+        CpAsync16Zfill(raw + r * D + c * 16, kc + src, valid);
+        CpAsync16Zfill(raw + (64 + r) * D + c * 16, vc + src, valid);
       }
+      for (int i = tid; i < 32; i += kThreads)  // 4 rows' scales at a time, K's then V's
+        CpAsync16(raw_scale + 4 * i, (i < 16 ? kv.k_scale : kv.v_scale) + row0 + 4 * (i % 16));
+      CpAsyncCommit();
+      CpAsyncWait<0>();
+      __syncthreads();
+      for (int i = tid; i < 2 * 64 * (D / 16); i += kThreads) {  // 16 codes at a time
+        const int row = i / (D / 16), c = i - row * (D / 16);    // K's rows, then V's (ks and vs are adjacent)
+        const float scale = kb * kPageSize + row % 64 < n_keys ? raw_scale[row] : 0.0f;  // stale rows: 0
+        const uint4 codes = *reinterpret_cast<const uint4*>(raw + row * D + c * 16);
+        uint4* dst = reinterpret_cast<uint4*>(ks + row * kStride + c * 16);
+        dst[0] = KvF8x8ToBf16(make_uint2(codes.x, codes.y), scale);
+        dst[1] = KvF8x8ToBf16(make_uint2(codes.z, codes.w), scale);
+      }
+      __syncthreads();
+    } else {
+      for (int i = tid; i < 64 * kChunks; i += kThreads) {
+        int r = i / kChunks, c = i - r * kChunks;
+        bf16* kd = ks + r * kStride + c * 8;
+        bf16* vd = vs + r * kStride + c * 8;
+        if (kb * kPageSize + r < n_keys && c < d_chunks) {
+          CpAsync16(kd, kpages + base + static_cast<int64_t>(r) * d + c * 8);
+          CpAsync16(vd, vpages + base + static_cast<int64_t>(r) * d + c * 8);
+        } else {
+          *reinterpret_cast<uint4*>(kd) = zero;
+          *reinterpret_cast<uint4*>(vd) = zero;
+        }
+      }
+      CpAsyncCommit();
+      CpAsyncWait<0>();
+      __syncthreads();
     }
-    CpAsyncCommit();
-    CpAsyncWait<0>();
-    __syncthreads();
 
     // S = Q K^T for this warp's 16 rows and the page's 64 keys (8 tiles of 8 keys).
     float s[8][4];
@@ -154,8 +185,8 @@ template <int D>
 void Launch(cudaStream_t s, DeviceLayout layout, KvCacheView kv, const void* q, int32_t n_heads, float scale,
             void* out) {
   dim3 grid(static_cast<unsigned>(layout.n_tiles), static_cast<unsigned>(n_heads));
-  FlashKernel<D><<<grid, kThreads, SmemBytes<D>(), s>>>(layout, kv, static_cast<const bf16*>(q), n_heads,
-                                                        scale * 1.4426950408889634f, static_cast<bf16*>(out));
+  FlashKernel<D><<<grid, kThreads, SmemBytes<D>(kv.f8()), s>>>(layout, kv, static_cast<const bf16*>(q), n_heads,
+                                                               scale * 1.4426950408889634f, static_cast<bf16*>(out));
 }
 
 }  // namespace
@@ -173,21 +204,28 @@ void LaunchAttentionFlash(cudaStream_t s, DeviceLayout layout, KvCacheView kv, c
   INFX_CUDA_CHECK_LAUNCH();
 }
 
+namespace {
+// The largest shared memory a launch of FlashKernel<D> asks for on this device: an FP8 cache's where it fits.
+template <int D>
+void ConfigureFlash(size_t max_smem_optin) {
+  const size_t smem = SmemBytes<D>(true) <= max_smem_optin ? SmemBytes<D>(true) : SmemBytes<D>(false);
+  if (smem <= max_smem_optin)
+    INFX_CUDA_CHECK(
+        cudaFuncSetAttribute(FlashKernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+}
+}  // namespace
+
 void ConfigureAttentionKernels(size_t max_smem_optin) {
-  INFX_CUDA_CHECK(cudaFuncSetAttribute(FlashKernel<64>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       static_cast<int>(SmemBytes<64>())));
-  INFX_CUDA_CHECK(cudaFuncSetAttribute(FlashKernel<128>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       static_cast<int>(SmemBytes<128>())));
-  if (SmemBytes<256>() <= max_smem_optin)
-    INFX_CUDA_CHECK(cudaFuncSetAttribute(FlashKernel<256>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         static_cast<int>(SmemBytes<256>())));
+  ConfigureFlash<64>(max_smem_optin);
+  ConfigureFlash<128>(max_smem_optin);
+  ConfigureFlash<256>(max_smem_optin);
   ConfigureSplitAttention(std::min<size_t>(max_smem_optin, 160 * 1024));
   ConfigureAttentionDecodeMma(max_smem_optin);
 }
 
-bool FlashAttentionFits(int head_dim, size_t max_smem_optin) {
-  if (head_dim % 8 != 0 || head_dim > 256) return false;
-  size_t need = head_dim <= 64 ? SmemBytes<64>() : head_dim <= 128 ? SmemBytes<128>() : SmemBytes<256>();
+bool FlashAttentionFits(int head_dim, size_t max_smem_optin, bool f8) {
+  if (head_dim % (f8 ? 16 : 8) != 0 || head_dim > 256) return false;
+  const size_t need = head_dim <= 64 ? SmemBytes<64>(f8) : head_dim <= 128 ? SmemBytes<128>(f8) : SmemBytes<256>(f8);
   return need <= max_smem_optin;
 }
 

@@ -4,7 +4,15 @@
 // 32..256, one not a multiple of 8), and a long-context decode.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <utility>
+
+#include "backend/cuda/check.h"
+#include "backend/cuda/state.h"
 #include "backend/cuda/test_util.h"
+#include "quant/kv_f8.h"
 
 namespace infernix {
 namespace {
@@ -24,8 +32,10 @@ const char* ModeName(CudaOptions::Attention a) {
 }
 
 // Sequence state of attention layers with these heads.
-StateSpec Spec(Heads h, int max_slots, int64_t max_context, int layers) {
+StateSpec Spec(Heads h, int max_slots, int64_t max_context, int layers,
+               KvCacheType kv_type = KvCacheType::kActivation) {
   StateSpec spec;
+  spec.kv_type = kv_type;
   spec.max_slots = max_slots;
   spec.max_context = max_context;
   spec.n_attention_layers = layers;
@@ -34,17 +44,75 @@ StateSpec Spec(Heads h, int max_slots, int64_t max_context, int layers) {
   return spec;
 }
 
+// The rows a test appended to an FP8 cache, (slot, position) -> the bf16 key and value rows [hkv][d] the
+// GPU stored; Expect compares the cache's codes and scales with the host's encoding of them
+// (quant/kv_f8.h), bit for bit.
+class CacheRows {
+ public:
+  void Add(const BatchLayout& layout, Heads h, const std::vector<float>& k, const std::vector<float>& v) {
+    const size_t row = static_cast<size_t>(h.hkv * h.d);
+    int64_t t = 0;
+    for (const auto& s : layout.seqs)
+      for (int64_t j = 0; j < s.n_tokens; ++j, ++t) {
+        auto& r = rows_[{s.slot, s.pos_begin + j}];
+        r.k.assign(k.begin() + static_cast<ptrdiff_t>(t * row), k.begin() + static_cast<ptrdiff_t>((t + 1) * row));
+        r.v.assign(v.begin() + static_cast<ptrdiff_t>(t * row), v.begin() + static_cast<ptrdiff_t>((t + 1) * row));
+      }
+  }
+  void Expect(Rig& rig, SequenceState& state, int layer, Heads h) const {
+    rig.gpu.Synchronize();
+    const cuda::KvCacheView kv = AsCudaState(state, &rig.gpu).Kv(layer);
+    ASSERT_TRUE(kv.f8());
+    const int64_t rows = static_cast<int64_t>(state.spec().max_slots) * kv.pages_per_slot * h.hkv * cuda::kPageSize;
+    std::vector<uint8_t> kc(static_cast<size_t>(rows * h.d)), vc(kc.size());
+    std::vector<float> ks(static_cast<size_t>(rows)), vs(ks.size());
+    INFX_CUDA_CHECK(cudaMemcpy(kc.data(), kv.k_pages, kc.size(), cudaMemcpyDeviceToHost));
+    INFX_CUDA_CHECK(cudaMemcpy(vc.data(), kv.v_pages, vc.size(), cudaMemcpyDeviceToHost));
+    INFX_CUDA_CHECK(cudaMemcpy(ks.data(), kv.k_scale, ks.size() * sizeof(float), cudaMemcpyDeviceToHost));
+    INFX_CUDA_CHECK(cudaMemcpy(vs.data(), kv.v_scale, vs.size() * sizeof(float), cudaMemcpyDeviceToHost));
+    int bad = 0;
+    std::vector<uint8_t> want(static_cast<size_t>(h.d));
+    for (const auto& [key, r] : rows_) {
+      const auto [slot, pos] = key;
+      const int64_t page = static_cast<int64_t>(slot) * kv.pages_per_slot + pos / cuda::kPageSize;  // identity table
+      for (int hh = 0; hh < h.hkv; ++hh) {
+        const int64_t row = (page * h.hkv + hh) * cuda::kPageSize + pos % cuda::kPageSize;
+        for (int which = 0; which < 2; ++which) {
+          const float* x = (which == 0 ? r.k : r.v).data() + hh * h.d;
+          const int e = quant::KvF8EncodeRow(x, h.d, want.data());
+          const uint8_t* got = (which == 0 ? kc : vc).data() + row * h.d;
+          const float scale = (which == 0 ? ks : vs)[static_cast<size_t>(row)];
+          const bool same = std::equal(want.begin(), want.end(), got) && scale == std::ldexp(1.0f, e);
+          if (!same && ++bad <= 5)
+            ADD_FAILURE() << (which == 0 ? "key" : "value") << " row of slot " << slot << " pos " << pos << " head "
+                          << hh << " differs from the host's encoding (scale " << scale << ", want 2^" << e << ")";
+        }
+      }
+    }
+    EXPECT_EQ(bad, 0);
+    EXPECT_FALSE(rows_.empty());
+  }
+
+ private:
+  struct Row {
+    std::vector<float> k, v;
+  };
+  std::map<std::pair<int, int64_t>, Row> rows_;
+};
+
 // Runs the steps on both backends and compares every step's output; gated: then out *= sigmoid(gate), the
 // gated attention's output gate (on the GPU the split kernels' combine multiplies as it writes).
 void RunSteps(CudaOptions::Attention mode, Heads h, int64_t max_context,
-              const std::vector<std::vector<std::array<int64_t, 3>>>& steps, uint64_t seed, bool gated = false) {
+              const std::vector<std::vector<std::array<int64_t, 3>>>& steps, uint64_t seed, bool gated = false,
+              KvCacheType kv_type = KvCacheType::kActivation) {
   CudaOptions o;
   o.attention = mode;
   Rig rig(o);
-  const StateSpec spec = Spec(h, 3, max_context, 2);
+  const StateSpec spec = Spec(h, 3, max_context, 2, kv_type);
   auto cs = rig.cpu.CreateState(spec);
   auto gs = rig.gpu.CreateState(spec);
   const float scale = 1.0f / std::sqrt(static_cast<float>(h.d));
+  CacheRows rows;  // FP8: the rows each step leaves
   for (size_t i = 0; i < steps.size(); ++i) {
     BatchLayout layout = MakeLayout(steps[i]);
     const int64_t n = layout.n_tokens;
@@ -62,10 +130,12 @@ void RunSteps(CudaOptions::Attention mode, Heads h, int64_t max_context,
     }
     cs->Advance(layout);
     gs->Advance(layout);
+    if (kv_type == KvCacheType::kF8E4M3) rows.Add(layout, h, Rig::Cpu(k.cpu), Rig::Cpu(v.cpu));
     ExpectClose(rig.Gpu(out.gpu), Rig::Cpu(out.cpu), 1e-2, 3e-2,
-                fmt::format("attention {} hq={} hkv={} d={} gated={} step {}", ModeName(mode), h.hq, h.hkv, h.d, gated,
-                            i));
+                fmt::format("attention {} hq={} hkv={} d={} gated={} fp8={} step {}", ModeName(mode), h.hq, h.hkv, h.d,
+                            gated, kv_type == KvCacheType::kF8E4M3, i));
   }
+  if (kv_type == KvCacheType::kF8E4M3) rows.Expect(rig, *gs, 1, h);
 }
 
 TEST(CudaAttention, PrefillDecodeAndMixedBatches) {
@@ -102,9 +172,12 @@ TEST(CudaAttention, OutputGateAfterTheAttention) {
 // steps (which read the cached rows) must match the CPU, for a decode split over the context and for one
 // of a single split.
 void RunPreparedSteps(Heads h, int max_slots, const std::vector<std::vector<std::array<int64_t, 3>>>& steps,
-                      uint64_t seed, int64_t max_context = 1024, bool gated = false) {
+                      uint64_t seed, int64_t max_context = 1024, bool gated = false,
+                      KvCacheType kv_type = KvCacheType::kActivation) {
   Rig rig;
-  const StateSpec spec = Spec(h, max_slots, max_context, 1);
+  const StateSpec spec = Spec(h, max_slots, max_context, 1, kv_type);
+  const bool f8 = kv_type == KvCacheType::kF8E4M3;
+  CacheRows rows;  // FP8: the rows each step leaves, from the GPU's prepared k and its v
   auto cs = rig.cpu.CreateState(spec);
   auto gs = rig.gpu.CreateState(spec);
   const float scale = 1.0f / std::sqrt(static_cast<float>(h.d));
@@ -138,11 +211,16 @@ void RunPreparedSteps(Heads h, int max_slots, const std::vector<std::vector<std:
     run(rig.cpu, *cs, &Pair::cpu);
     run(rig.gpu, *gs, &Pair::gpu);
     const std::string what =
-        fmt::format("hq={} hkv={} d={} gated={} step {} ({} tokens)", h.hq, h.hkv, h.d, gated, i, n);
+        fmt::format("hq={} hkv={} d={} gated={} fp8={} step {} ({} tokens)", h.hq, h.hkv, h.d, gated, f8, i, n);
     ExpectClose(rig.Gpu(q.gpu), Rig::Cpu(q.cpu), 4e-3, 1e-2, "prepared q " + what);
     ExpectClose(rig.Gpu(k.gpu), Rig::Cpu(k.cpu), 4e-3, 1e-2, "prepared k " + what);
-    ExpectClose(rig.Gpu(out.gpu), Rig::Cpu(out.cpu), 1e-2, 3e-2, "attention of prepared inputs " + what);
+    // FP8: the CPU's f32 norm and RoPE may put a key on the other side of an E4M3 rounding boundary
+    // than the GPU's bf16 ones, a step of 1/8 to 1/16 in that value.
+    ExpectClose(rig.Gpu(out.gpu), Rig::Cpu(out.cpu), f8 ? 2e-2 : 1e-2, f8 ? 1e-1 : 3e-2,
+                "attention of prepared inputs " + what);
+    if (f8) rows.Add(layout, h, rig.Gpu(k.gpu), rig.Gpu(v.gpu));
   }
+  if (f8) rows.Expect(rig, *gs, 0, h);
 }
 
 TEST(CudaAttention, PreparedInputsAndTheCacheRowsTheyLeave) {
@@ -195,6 +273,35 @@ TEST(CudaAttention, LongContextDecodeSplitsTheSequence) {
   RunSteps(CudaOptions::Attention::kSplit, Heads{16, 16, 64}, 4096, steps, 78);
   RunSteps(CudaOptions::Attention::kSplit, Heads{16, 16, 256}, 4096, steps, 80);
   RunSteps(CudaOptions::Attention::kSplit, Heads{8, 8, 36}, 4096, steps, 79);
+}
+
+// An FP8 cache (StateSpec::kv_type): every kernel that reads it (flash, split-KV on tensor cores and on CUDA
+// cores, the fused decode) against the CPU's attention over the same decoded values, and every kernel that
+// writes it (the plain append, the preparation kernel, the fused decode's new key and value) against the
+// host's encoder, bit for bit.
+TEST(CudaAttention, Fp8CachePrefillDecodeAndMixedBatches) {
+  INFX_REQUIRE_GPU();
+  const std::vector<std::vector<std::array<int64_t, 3>>> steps = {
+      {{0, 150, 0}}, {{0, 1, 150}, {1, 70, 0}}, {{0, 1, 151}, {1, 1, 70}, {2, 5, 0}}, {{1, 65, 71}, {0, 1, 152}}};
+  uint64_t seed = 9000;
+  // head_dim 40 and 36: not a multiple of 16, so the CUDA-core kernels read the FP8 pages.
+  for (Heads h :
+       {Heads{32, 8, 128}, Heads{16, 2, 256}, Heads{4, 2, 64}, Heads{8, 8, 80}, Heads{4, 2, 40}, Heads{4, 2, 36}})
+    for (auto mode : {CudaOptions::Attention::kFlash, CudaOptions::Attention::kSplit, CudaOptions::Attention::kAuto})
+      RunSteps(mode, h, 512, steps, seed += 100, false, KvCacheType::kF8E4M3);
+  RunSteps(CudaOptions::Attention::kSplit, Heads{16, 16, 256}, 4096, {{{0, 3000, 0}}, {{0, 1, 3000}}}, 9900, false,
+           KvCacheType::kF8E4M3);  // the ring of raw pages wraps
+}
+
+TEST(CudaAttention, Fp8CacheWithPreparedInputs) {
+  INFX_REQUIRE_GPU();
+  const std::vector<std::vector<std::array<int64_t, 3>>> steps = {
+      {{0, 3000, 0}}, {{0, 1, 3000}}, {{0, 1, 3001}, {1, 1, 0}}, {{0, 1, 3002}, {1, 1, 1}}};
+  RunPreparedSteps(Heads{32, 8, 128}, 2, steps, 9100, 4096, false, KvCacheType::kF8E4M3);
+  RunPreparedSteps(Heads{16, 2, 256}, 2, steps, 9200, 4096, /*gated=*/true, KvCacheType::kF8E4M3);
+  RunPreparedSteps(Heads{8, 2, 64}, 2, steps, 9300, 4096, /*gated=*/true, KvCacheType::kF8E4M3);
+  RunPreparedSteps(Heads{32, 8, 128}, 2, {{{0, 127, 0}}, {{0, 1, 127}}, {{0, 1, 128}}, {{0, 1, 129}, {1, 1, 0}}}, 9400,
+                   1024, false, KvCacheType::kF8E4M3);
 }
 
 }  // namespace

@@ -487,7 +487,7 @@ void CudaBackend::Attention(const Tensor& q, const Tensor& k, const Tensor& v, S
       Enqueue(cuda::LaunchKvAppend, dl, kv, k.data, v.data);
     }
   };
-  bool flash = cuda::FlashAttentionFits(static_cast<int>(d), smem_optin_) &&
+  bool flash = cuda::FlashAttentionFits(static_cast<int>(d), smem_optin_, kv.f8()) &&
                (options_.attention == CudaOptions::Attention::kFlash ||
                 (options_.attention == CudaOptions::Attention::kAuto && dl.max_seq_tokens > 16));
   if (flash) {
@@ -506,15 +506,16 @@ void CudaBackend::Attention(const Tensor& q, const Tensor& k, const Tensor& v, S
   // Tensor cores where the shape allows (the query heads of a GQA group as the rows of one mma tile). Both
   // kernels get two blocks per SM; where fewer are resident (the tensor-core kernel at head_dim 256: one),
   // as many as are, rounding the splits down, so that every split streams its chunk in one wave.
-  const bool mma = cuda::AttentionDecodeMmaFits(group, static_cast<int>(d), smem_optin_);
+  const bool mma = cuda::AttentionDecodeMmaFits(group, static_cast<int>(d), smem_optin_, kv.f8());
   const int64_t two_per_sm = 2 * static_cast<int64_t>(props_.multiProcessorCount);
-  const int64_t target_blocks = mma ? std::min(two_per_sm, decode_mma_residency_.For(static_cast<int>(d))) : two_per_sm;
+  const int64_t target_blocks =
+      mma ? std::min(two_per_sm, decode_mma_residency_.For(static_cast<int>(d), kv.f8())) : two_per_sm;
   const int64_t splits = std::clamp<int64_t>(
       target_blocks < two_per_sm ? target_blocks / (n * hkv) : (target_blocks + n * hkv - 1) / (n * hkv), 1,
       max_splits);
   // (The fused kernel stops at head_dim 128: AttentionDecodeFusedFits.)
   if (prep && mma && options_.fuse && dl.max_seq_tokens == 1 && n * hkv <= cuda::kAttentionFusedMaxCounters &&
-      cuda::AttentionDecodeFusedFits(group, static_cast<int>(d), static_cast<int>(splits), smem_optin_)) {
+      cuda::AttentionDecodeFusedFits(group, static_cast<int>(d), static_cast<int>(splits), smem_optin_, kv.f8())) {
     // A decode step: the preparation and the merge of the splits join the attention kernel, which is held
     // (Pending::kAttention) for the gated attention's SigmoidMul of its output.
     FlushGemv();

@@ -35,13 +35,18 @@ struct DeviceLayout {
   int32_t n_tokens = 0, n_seqs = 0, n_tiles = 0, max_seq_tokens = 0;
 };
 
-// One attention layer's paged KV cache: K and V pages [n_pages, n_kv_heads, kPageSize, head_dim] bf16;
-// page_table [max_slots, pages_per_slot] maps (slot, position / kPageSize) to a page.
+// One attention layer's paged KV cache: K and V pages [n_pages, n_kv_heads, kPageSize, head_dim], bf16 or
+// (k_scale set) FP8: E4M3 codes, with each row's power-of-two scale in k_scale / v_scale [n_pages,
+// n_kv_heads, kPageSize] f32 (quant/kv_f8.h; kv_f8.cuh); page_table [max_slots, pages_per_slot] maps
+// (slot, position / kPageSize) to a page.
 struct KvCacheView {
   void* k_pages = nullptr;
   void* v_pages = nullptr;
+  float* k_scale = nullptr;  // FP8 only
+  float* v_scale = nullptr;
   const int32_t* page_table = nullptr;
   int32_t pages_per_slot = 0, n_kv_heads = 0, head_dim = 0, unused = 0;
+  __host__ __device__ bool f8() const { return k_scale != nullptr; }
 };
 
 // ---- copies (copy.cu) ----
@@ -280,12 +285,15 @@ void LaunchAttentionSplit(cudaStream_t s, DeviceLayout layout, KvCacheView kv, c
 // The same on tensor cores (attention_decode_mma.cu), where AttentionDecodeMmaFits: head_dim % 8 == 0 and
 // <= 256, GQA groups of <= 16, its shared memory within max_smem_optin. Chunks are whole KV pages.
 // direct_out is given exactly when n_splits == 1.
-bool AttentionDecodeMmaFits(int group, int head_dim, size_t max_smem_optin);
-// Blocks of that kernel resident on the device at once, per head_dim (the splits fill one wave): asked of
-// the driver once, when the backend starts, not on a decode step's host path.
+// f8: for an FP8 cache (KvCacheView::f8), whose kernels stage pages differently (head_dim % 16 == 0).
+bool AttentionDecodeMmaFits(int group, int head_dim, size_t max_smem_optin, bool f8 = false);
+// Blocks of that kernel resident on the device at once, per cache type and head_dim (the splits fill one
+// wave): asked of the driver once, when the backend starts, not on a decode step's host path.
 struct DecodeMmaResidency {
-  int64_t blocks[3] = {1, 1, 1};  // head_dim <= 64, <= 128, <= 256
-  int64_t For(int head_dim) const { return blocks[head_dim <= 64 ? 0 : head_dim <= 128 ? 1 : 2]; }
+  int64_t blocks[2][3] = {{1, 1, 1}, {1, 1, 1}};  // [bf16, FP8][head_dim <= 64, <= 128, <= 256]
+  int64_t For(int head_dim, bool f8 = false) const {
+    return blocks[f8 ? 1 : 0][head_dim <= 64 ? 0 : head_dim <= 128 ? 1 : 2];
+  }
 };
 DecodeMmaResidency AttentionDecodeMmaResidency();
 void LaunchAttentionDecodeMma(cudaStream_t s, DeviceLayout layout, KvCacheView kv, const void* q, int32_t n_heads,
@@ -311,7 +319,7 @@ struct DecodeAttentionFusion {
 };
 constexpr int64_t kAttentionFusedMaxCounters = 8192;
 // Also false above head_dim 128: there the plain kernel with its prep and combine was faster.
-bool AttentionDecodeFusedFits(int group, int head_dim, int n_splits, size_t max_smem_optin);
+bool AttentionDecodeFusedFits(int group, int head_dim, int n_splits, size_t max_smem_optin, bool f8 = false);
 void LaunchAttentionDecodeFused(cudaStream_t s, DeviceLayout layout, KvCacheView kv, int32_t n_heads, float scale,
                                 int32_t n_splits, float* ws_o, float* ws_ml, void* out, DecodeAttentionFusion f);
 // out [n_tokens, n_heads, head_dim] (bf16) from the partial results; with gate (bf16, out's shape) set, out *
@@ -326,7 +334,7 @@ void LaunchAttentionFlash(cudaStream_t s, DeviceLayout layout, KvCacheView kv, c
 // max_smem_optin: the device's cudaDevAttrMaxSharedMemoryPerBlockOptin.
 void ConfigureAttentionKernels(size_t max_smem_optin);
 // Whether the flash kernel takes this head_dim on a device with that shared-memory limit.
-bool FlashAttentionFits(int head_dim, size_t max_smem_optin);
+bool FlashAttentionFits(int head_dim, size_t max_smem_optin, bool f8 = false);
 // Bytes of dynamic shared memory LaunchAttentionSplit needs per block.
 size_t AttentionSplitSmemBytes(int group, int head_dim);
 

@@ -6,33 +6,19 @@
 namespace infernix::cuda {
 namespace {
 
+// Grid (token, KV head), two warps: warp 0 stores the key row, warp 1 the value row.
 __global__ void KvAppendKernel(DeviceLayout layout, KvCacheView kv, const bf16* k, const bf16* v) {
-  const int t = blockIdx.x, h = blockIdx.y, d = kv.head_dim;
-  const int seq = layout.token_seq[t], slot = layout.seq_info[seq * 4], pos = layout.token_pos[t];
-  const int page = kv.page_table[static_cast<int64_t>(slot) * kv.pages_per_slot + pos / kPageSize];
-  const int64_t dst = ((static_cast<int64_t>(page) * kv.n_kv_heads + h) * kPageSize + pos % kPageSize) * d;
-  const int64_t src = (static_cast<int64_t>(t) * kv.n_kv_heads + h) * d;
-  bf16* kp = static_cast<bf16*>(kv.k_pages);
-  bf16* vp = static_cast<bf16*>(kv.v_pages);
-  for (int i = threadIdx.x; i < d; i += blockDim.x) {
-    kp[dst + i] = k[src + i];
-    vp[dst + i] = v[src + i];
-  }
+  const int t = blockIdx.x, h = blockIdx.y, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int64_t row = KvRowIndex(kv, layout.seq_info[layout.token_seq[t] * 4], layout.token_pos[t], h);
+  const bf16* src = (warp == 0 ? k : v) + (static_cast<int64_t>(t) * kv.n_kv_heads + h) * kv.head_dim;
+  StoreKvRow(
+      kv, warp + 1, row, [&](int i) { return __bfloat162float(src[i]); }, [](int, float) {}, lane);
 }
 
-// The cache row (K pages for cache == 1, V pages for 2) of KV head h at the position of token t.
-__device__ inline bf16* CacheRow(const DeviceLayout& layout, const KvCacheView& kv, int cache, int t, int h) {
-  return CacheRowAt(kv, cache, layout.seq_info[layout.token_seq[t] * 4], layout.token_pos[t], h);
-}
-
-// By one warp, after PrepHeadRow: the row stored back to x when the preparation changed it, and to the cache
-// row when there is one.
-__device__ inline void StoreHeadRow(const HeadPrep& hp, int d, const float* row, bf16* x, bf16* cache, int lane) {
-  for (int i = lane; i < d; i += 32) {
-    const bf16 v = __float2bfloat16_rn(row[i]);
-    if (PrepChangesRow(hp)) x[i] = v;
-    if (cache != nullptr) cache[i] = v;
-  }
+// By one warp, after PrepHeadRow: the row stored back to x when the preparation changed it.
+__device__ inline void StoreHeadRow(const HeadPrep& hp, int d, const float* row, bf16* x, int lane) {
+  if (!PrepChangesRow(hp)) return;
+  for (int i = lane; i < d; i += 32) x[i] = __float2bfloat16_rn(row[i]);
 }
 
 constexpr int kPrepWarps = 4;
@@ -48,10 +34,15 @@ __global__ void __launch_bounds__(32 * kPrepWarps) QkvPrepKernel(DeviceLayout la
   const HeadPrep& hp = p.t[ti];
   bf16* x = static_cast<bf16*>(hp.x) + (static_cast<int64_t>(t) * hp.heads + h) * d;
   // The cache row (layouts and page tables come from the host) before waiting for x.
-  bf16* cache = hp.cache != 0 ? CacheRow(layout, kv, hp.cache, t, h) : nullptr;
+  const int64_t cache_row =
+      hp.cache != 0 ? KvRowIndex(kv, layout.seq_info[layout.token_seq[t] * 4], layout.token_pos[t], h) : 0;
   WaitForPrevious();
   PrepHeadRow(hp, p, layout.token_pos[t], x, rows[warp], lane);
-  StoreHeadRow(hp, d, rows[warp], x, cache, lane);
+  StoreHeadRow(hp, d, rows[warp], x, lane);
+  const float* r = rows[warp];
+  if (hp.cache != 0)
+    StoreKvRow(
+        kv, hp.cache, cache_row, [&](int i) { return r[i]; }, [](int, float) {}, lane);
 }
 
 }  // namespace
@@ -69,8 +60,7 @@ void LaunchQkvPrep(cudaStream_t s, DeviceLayout layout, KvCacheView kv, QkvPrep 
 void LaunchKvAppend(cudaStream_t s, DeviceLayout layout, KvCacheView kv, const void* k, const void* v) {
   if (layout.n_tokens == 0) return;
   dim3 grid(static_cast<unsigned>(layout.n_tokens), static_cast<unsigned>(kv.n_kv_heads));
-  int threads = std::min(256, (kv.head_dim + 31) / 32 * 32);
-  KvAppendKernel<<<grid, threads, 0, s>>>(layout, kv, static_cast<const bf16*>(k), static_cast<const bf16*>(v));
+  KvAppendKernel<<<grid, 64, 0, s>>>(layout, kv, static_cast<const bf16*>(k), static_cast<const bf16*>(v));
   INFX_CUDA_CHECK_LAUNCH();
 }
 

@@ -1,10 +1,10 @@
 // One head row of a layer's attention inputs prepared as kernels.h's QkvPrep says (the per-head RMSNorm,
 // then RoPE, each rounded to bf16 as RmsNorm and Rope store it), and the KV cache row a token's key or value
-// goes to: shared by the preparation kernel (kv_cache.cu) and the fused decode attention
+// goes to (kv_f8.cuh): shared by the preparation kernel (kv_cache.cu) and the fused decode attention
 // (attention_decode_mma.cu), so that both prepare the same bits.
 #pragma once
 
-#include "backend/cuda/device_util.cuh"
+#include "backend/cuda/kv_f8.cuh"
 
 namespace infernix::cuda {
 
@@ -41,13 +41,5 @@ __device__ inline void PrepHeadRow(const HeadPrep& hp, const QkvPrep& p, int pos
 
 // Whether the preparation changes the row (then it is written back in place).
 __device__ __forceinline__ bool PrepChangesRow(const HeadPrep& hp) { return hp.norm_w != nullptr || hp.rope != 0; }
-
-// The cache row (K pages for cache == 1, V pages for 2) of KV head h at position pos of the sequence in
-// slot `slot`.
-__device__ inline bf16* CacheRowAt(const KvCacheView& kv, int cache, int slot, int pos, int h) {
-  const int page = kv.page_table[static_cast<int64_t>(slot) * kv.pages_per_slot + pos / kPageSize];
-  return static_cast<bf16*>(cache == 1 ? kv.k_pages : kv.v_pages) +
-         ((static_cast<int64_t>(page) * kv.n_kv_heads + h) * kPageSize + pos % kPageSize) * kv.head_dim;
-}
 
 }  // namespace infernix::cuda

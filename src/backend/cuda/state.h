@@ -1,4 +1,5 @@
-// Per-sequence state of the CUDA backend: the paged KV cache of every full-attention layer, and the
+// Per-sequence state of the CUDA backend: the paged KV cache of every full-attention layer (bf16, or FP8
+// codes with a scale per row: StateSpec::kv_type), and the
 // f32 conv and recurrent states of every Gated DeltaNet layer. Memory is allocated once, for
 // max_slots sequences of max_context tokens; the page table maps (slot, page index) to a page (today
 // slot-contiguous, so that a scheduler can later hand out pages without changing the kernels).
@@ -35,7 +36,8 @@ class CudaState final : public SequenceState {
   CudaBackend& backend_;
   int64_t serial_ = 0;
   int32_t pages_per_slot_ = 0;
-  int64_t kv_layer_elems_ = 0;  // elements of one layer's K (or V) pages
+  int64_t KvLayerBytes() const;  // K and V of one layer, with an FP8 cache's scales
+  int64_t kv_layer_elems_ = 0;   // elements of one layer's K (or V) pages
   int64_t conv_layer_elems_ = 0, conv_slot_elems_ = 0;
   int64_t rec_layer_elems_ = 0, rec_slot_elems_ = 0;
   cuda::DeviceBuffer kv_, page_table_, conv_, recurrent_;
