@@ -9,11 +9,11 @@
 // the warps' partial results are merged through shared memory at the end. The CUDA-core kernel computes
 // every score with one lane per key and was bound by instruction issue at long contexts (~1.25 TB/s of
 // K/V).
-#include <cmath>
-
 #include <algorithm>
+#include <cmath>
 #include <type_traits>
 
+#include "backend/cuda/decode_f8_order.h"
 #include "backend/cuda/qkv_prep.cuh"
 
 namespace infernix::cuda {
@@ -41,24 +41,32 @@ __host__ __device__ constexpr int Stages() {
   return D <= 128 ? 1 : 3;
 }
 
-// Raw pages of an FP8 cache in flight (kF8 below): one, decoded into the bf16 buffer and then refilled with the
-// next page while the buffer is computed on. At head_dim 256 that leaves room for two blocks per SM (107 KiB
-// each), whose 8 warps share the decoding; with three raw pages and one block (4 warps), the decoding's
-// instructions made Qwen3-Next's decode at 131,072 tokens slower than with the bf16 cache (issue-bound at 2.7
-// cycles per instruction, DRAM at 23%: docs/performance.md).
-constexpr int kRawStages = 1;
+// An FP8 cache (kF8 below) is computed on as it is staged, without a bf16 copy of its pages: the pages
+// (codes and scales, RawPageBytes) stream through a ring of kRawStages buffers, and each warp turns the
+// codes of its 16 keys into mma fragments in registers, E4M3 -> f16 (one instruction per two codes on
+// sm_89 and later; exact). S = Q K^T then runs on f16 operands: Q is staged once as f16, each row scaled by
+// a power of two that keeps it in f16's range, and a key's scale and Q's row factor multiply the scores
+// (exact: powers of two). A dot product does not care about the order of head_dim, so a thread takes 16
+// contiguous codes of a key row per 64 columns (one 16-byte load for 4 mma steps) and Q is staged with
+// its columns in the same order (QFragCol, decode_f8_order.h). For O += P V, V's codes are decoded along the row and
+// transposed into B fragments with movmatrix; the output columns come out permuted (VDim), which the
+// partial results undo. V's row scales multiply P before it is rounded to f16, relative to the warp's
+// largest V scale so far (the factor is kept apart and applied at the end), so that P stays in [0, 1].
+// Two stages: at head_dim 256 that is 82 KiB a block, two blocks per SM. The form before (one raw page
+// decoded into a bf16 buffer by the whole block, then the bf16 kernel's products) was issue-bound by the
+// decoding at long contexts (docs/performance.md).
+constexpr int kRawStages = 2;
 
 // An FP8 cache's page as staged (kF8 below): the K codes [kPageSize][D], the V codes, the K scales
-// [kPageSize] and the V scales.
+// [kPageSize] and the V scales, each row's 16-byte chunks in RawChunk's order (decode_f8_order.h).
 template <int D>
 __host__ __device__ constexpr int RawPageBytes() {
   return 2 * kPageSize * D + 2 * kPageSize * static_cast<int>(sizeof(float));
 }
 
-// Q (kRows rows), then kStages buffers of K and V of one page (bf16; an FP8 cache: one such buffer, then
-// kRawStages raw pages, each decoded into the buffer when its turn comes); after the pages, the bytes after Q
-// hold the warps' partial results: o [kWarps][kRows][D] f32, then m and l [kWarps][kRows]. The fused
-// kernel has a preparation area after all that (see the kernel).
+// Q (kRows rows), then kStages buffers of K and V of one page (bf16; an FP8 cache: Q again as f16, then
+// kRawStages raw pages); after the pages, the bytes after Q hold the warps' partial results: o [kWarps][kRows][D]
+// f32, then m and l [kWarps][kRows]. The fused kernel has a preparation area after all that (see the kernel).
 template <int D>
 __host__ __device__ constexpr size_t QBytes() {
   return size_t{kRows} * Stride<D>() * sizeof(bf16);
@@ -66,7 +74,8 @@ __host__ __device__ constexpr size_t QBytes() {
 template <int D, bool kF8>
 __host__ __device__ constexpr size_t SmemBytes() {
   const size_t buffer = size_t{2 * kPageSize} * Stride<D>() * sizeof(bf16);
-  const size_t tiles = QBytes<D>() + (kF8 ? buffer + size_t{kRawStages} * RawPageBytes<D>() : buffer * Stages<D>());
+  const size_t tiles =
+      QBytes<D>() + (kF8 ? QBytes<D>() + size_t{kRawStages} * RawPageBytes<D>() : buffer * Stages<D>());
   const size_t merge = QBytes<D>() + size_t{kWarps} * kRows * (D + 2) * sizeof(float);
   return tiles > merge ? tiles : merge;
 }
@@ -76,8 +85,8 @@ __host__ __device__ constexpr size_t FusedSmemBytes() {
 }
 
 // kFused (DecodeAttentionFusion, kernels.h): q, k and v prepared here, the splits merged here. kF8: an FP8
-// cache (kv_f8.cuh), whose pages are staged raw with cp.async and decoded into one bf16 buffer, so that
-// the products are the bf16 cache's.
+// cache (kv_f8.cuh), whose pages are staged raw with cp.async and turned into f16 fragments by the warps
+// that use them (kRawStages above).
 template <int D, bool kFused, bool kF8>
 __global__ void __launch_bounds__(kThreads)
     DecodeMmaKernel(DeviceLayout layout, KvCacheView kv, const bf16* q, int n_heads, float scale_log2, int n_splits,
@@ -119,10 +128,12 @@ __global__ void __launch_bounds__(kThreads)
   const bf16* kpages = static_cast<const bf16*>(kv.k_pages);
   const bf16* vpages = static_cast<const bf16*>(kv.v_pages);
   const int first = begin / kPageSize, last = (end - 1) / kPageSize;  // the chunk's pages
-  // FP8: page kb's codes and scales into raw page kb % kRawStages, 16 bytes per copy (zeros for the columns past
-  // head_dim and the keys outside the chunk, whose scales the decoding replaces with 0), one cp.async group per page as
-  // load_page; decode(kb) makes them the bf16 buffer's values.
-  uint8_t* raw = reinterpret_cast<uint8_t*>(pages + kBuffer);
+  // FP8: Q as f16 (QFragCol's column order, a row's factor in q_factor), then the raw pages. Page kb's codes and
+  // scales go into raw page kb % kRawStages, 16 bytes per copy (zeros for the columns past head_dim and the keys
+  // outside the chunk, whose scales the warps replace with 0), one cp.async group per page as load_page.
+  __half* qh = reinterpret_cast<__half*>(pages);
+  uint8_t* raw = reinterpret_cast<uint8_t*>(qh + kRows * kStride);
+  __shared__ float q_factor[kF8 ? kRows : 1];
   constexpr int kCopies = D / 16;  // of 16 codes (head_dim % 16 == 0: AttentionDecodeMmaFits)
   auto load_raw = [&](int kb) {
     if (kb <= last) {
@@ -136,8 +147,9 @@ __global__ void __launch_bounds__(kThreads)
         const int key = kb * kPageSize + r;
         const bool valid = key >= begin && key < end && c < d / 16;
         const int64_t src = valid ? static_cast<int64_t>(r) * d + c * 16 : 0;
-        CpAsync16Zfill(rk + r * D + c * 16, kc + src, valid);
-        CpAsync16Zfill(rk + (kPageSize + r) * D + c * 16, vc + src, valid);
+        const int at = r * D + RawChunk<D>(r, c) * 16;
+        CpAsync16Zfill(rk + at, kc + src, valid);
+        CpAsync16Zfill(rk + kPageSize * D + at, vc + src, valid);
       }
       float* sc = reinterpret_cast<float*>(rk + 2 * kPageSize * D);
       for (int i = tid; i < kPageSize / 2; i += kThreads) {  // 4 rows' scales at a time, K's then V's
@@ -146,19 +158,6 @@ __global__ void __launch_bounds__(kThreads)
       }
     }
     CpAsyncCommit();
-  };
-  auto decode = [&](int kb) {  // 16 codes at a time
-    const uint8_t* rk = raw + (kb % kRawStages) * RawPageBytes<D>();
-    const float* sc = reinterpret_cast<const float*>(rk + 2 * kPageSize * D);
-    for (int i = tid; i < 2 * kPageSize * kCopies; i += kThreads) {
-      const int row = i / kCopies, c = i - row * kCopies;  // rows: K's, then V's
-      const int key = kb * kPageSize + row % kPageSize;
-      const float scale = key >= begin && key < end ? sc[row] : 0.0f;
-      const uint4 codes = *reinterpret_cast<const uint4*>(rk + row * D + c * 16);
-      uint4* dst = reinterpret_cast<uint4*>(pages + row * kStride + c * 16);
-      dst[0] = KvF8x8ToBf16(make_uint2(codes.x, codes.y), scale);
-      dst[1] = KvF8x8ToBf16(make_uint2(codes.z, codes.w), scale);
-    }
   };
   // Page kb's K and V into buffer kb % kStages, zeros for keys outside the chunk (no NaN from stale bytes
   // reaches P V) and for columns past head_dim. One cp.async group per page, empty past the last page, so
@@ -195,7 +194,7 @@ __global__ void __launch_bounds__(kThreads)
     // the new key's row is patched in once prepared. The weights and RoPE's factors are ready before too.
     if constexpr (kF8) {
 #pragma unroll
-      for (int j = 0; j < kRawStages; ++j) load_raw(first + j);
+      for (int j = 0; j < kRawStages - 1; ++j) load_raw(first + j);
     } else {
 #pragma unroll
       for (int j = 0; j < (kStages > 1 ? kStages - 1 : 1); ++j) load_page(first + j);
@@ -283,9 +282,10 @@ __global__ void __launch_bounds__(kThreads)
       const bool valid = r < group && c < d_chunks;
       CpAsync16Zfill(qs + r * kStride + c * 8, q + (valid ? (head0 + r) * d + c * 8 : 0), valid);
     }
-    if constexpr (kF8) {  // Q travels with the first page's group
+    if constexpr (kF8) {  // Q as a group of its own: it is made f16 before the loop
+      CpAsyncCommit();
 #pragma unroll
-      for (int j = 0; j < kRawStages; ++j) load_raw(first + j);
+      for (int j = 0; j < kRawStages - 1; ++j) load_raw(first + j);
     } else {
 #pragma unroll
       for (int j = 0; j < kStages - 1; ++j) load_page(first + j);
@@ -297,13 +297,151 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
   for (int i = 0; i < D / 8; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
   float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.0f, 0.0f};  // rows g and g + 8
-  for (int kb = first; kb <= last; ++kb) {
-    if constexpr (kF8) {              // kRawStages raw pages in flight while the buffer is computed on
-      CpAsyncWait<kRawStages - 1>();  // page kb has landed
-      __syncthreads();                // for every thread; and every warp is done with the buffer
-      decode(kb);
+  // FP8: Q's row factors of rows g and g + 8, and the warp's largest V scale so far (the factor of o; from
+  // 2^-100, so that its inverse is finite: V rows whose values are all below ~1e-27 then weigh as zeros).
+  float qf_a = 1.0f, qf_b = 1.0f, v_ref = 0x1p-100f;
+  if constexpr (kF8) {
+    if constexpr (!kFused) {
+      CpAsyncWait<kRawStages - 1>();  // Q's group (pages may still be in flight)
       __syncthreads();
-      load_raw(kb + kRawStages);  // into the raw page just decoded
+    }
+    // Q as f16 in QFragCol's column order, each row times 2^-sh so that its largest magnitude is in [2^14, 2^15)
+    // (exact for the elements down to about 2^-29 of the row's largest, where f16's normal range ends).
+    for (int r = warp; r < kRows; r += kWarps) {
+      float v[D / 32];
+      float mx = 0.0f;
+#pragma unroll
+      for (int e = 0; e < D / 32; ++e) {
+        v[e] = __bfloat162float(qs[r * kStride + lane + 32 * e]);
+        mx = fmaxf(mx, fabsf(v[e]));
+      }
+      mx = WarpMax(mx);
+      int sh = 0;
+      if (mx > 0.0f && mx < INFINITY) {
+        frexpf(mx, &sh);  // mx < 2^sh
+        sh = max(sh - 15, -60);
+      }
+#pragma unroll
+      for (int e = 0; e < D / 32; ++e) qh[r * kStride + QFragCol(lane + 32 * e)] = __float2half_rn(ldexpf(v[e], -sh));
+      if (lane == 0) q_factor[r] = ldexpf(1.0f, sh);
+    }
+    __syncthreads();
+    qf_a = q_factor[g];
+    qf_b = q_factor[g + 8];
+  }
+  for (int kb = first; kb <= last; ++kb) {
+    if constexpr (kF8) {
+      static_assert(kRawStages >= 2, "a page in flight while one is computed on");
+      CpAsyncWait<kRawStages - 2>();  // page kb has landed
+      __syncthreads();                // for every thread; and every warp is done with page kb - 1's buffer,
+      load_raw(kb + kRawStages - 1);  // which takes this page
+      uint8_t* rk = raw + (kb % kRawStages) * RawPageBytes<D>();
+      if (owner && kb == pos / kPageSize) {  // the new key and value (written by the preparation) over the staged row
+        const int r = pos % kPageSize;
+        const int64_t row = KvRowIndex(kv, slot, pos, kvh);
+        for (int i = tid; i < 2 * kCopies; i += kThreads) {
+          const int which = i / kCopies, c = i - which * kCopies;
+          const uint8_t* src = static_cast<const uint8_t*>(which == 0 ? kv.k_pages : kv.v_pages) + row * d + c * 16;
+          const uint4 v = c < d / 16 ? __ldcg(reinterpret_cast<const uint4*>(src)) : make_uint4(0, 0, 0, 0);
+          *reinterpret_cast<uint4*>(rk + (which * kPageSize + r) * D + RawChunk<D>(r, c) * 16) = v;
+        }
+        if (tid < 2)
+          reinterpret_cast<float*>(rk + 2 * kPageSize * D)[tid * kPageSize + r] =
+              __ldcg((tid == 0 ? kv.k_scale : kv.v_scale) + row);
+        __syncthreads();
+      }
+      const uint8_t* rv = rk + kPageSize * D;
+      const float* ksc = reinterpret_cast<const float*>(rk + 2 * kPageSize * D);
+      const float* vsc = ksc + kPageSize;
+      const int key0 = warp * 16;
+      auto word = [](const uint4& v, int j) { return j == 0 ? v.x : j == 1 ? v.y : j == 2 ? v.z : v.w; };
+      // The scales of the accumulator's keys (key0 + nt * 8 + 2 t4 + e), 0 outside the chunk.
+      float kf[2][2], vf[2][2];
+#pragma unroll
+      for (int nt = 0; nt < 2; ++nt) {
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int r = key0 + nt * 8 + 2 * t4 + e, key = kb * kPageSize + r;
+          const bool in = key >= begin && key < end;
+          kf[nt][e] = in ? ksc[r] : 0.0f;
+          vf[nt][e] = in ? vsc[r] : 0.0f;
+        }
+      }
+      // S = Q K^T: per 64 columns, 16 codes of key rows key0 + nt * 8 + g for 4 steps of k.
+      float s[2][4] = {}, s_odd[2][4] = {};
+#pragma unroll
+      for (int kq = 0; kq < D / 64; ++kq) {
+        uint4 kc[2];
+#pragma unroll
+        for (int nt = 0; nt < 2; ++nt) {
+          const int r = key0 + nt * 8 + g;
+          kc[nt] = *reinterpret_cast<const uint4*>(rk + r * D + RawChunk<D>(r, kq * 4 + t4) * 16);
+        }
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          uint32_t a[4];
+          LdMatrixX4(a, qh + (lane & 15) * kStride + (kq * 4 + j) * 16 + (lane >> 4) * 8);
+#pragma unroll
+          for (int nt = 0; nt < 2; ++nt) {
+            uint32_t b0, b1;
+            E4m3x4ToHalf(word(kc[nt], j), &b0, &b1);
+            MmaF16(j % 2 == 0 ? s[nt] : s_odd[nt], a[0], a[1], a[2], a[3], b0, b1);
+          }
+        }
+      }
+#pragma unroll
+      for (int nt = 0; nt < 2; ++nt) {
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          s[nt][e] = (s[nt][e] + s_odd[nt][e]) * (kf[nt][e] * qf_a);
+          s[nt][2 + e] = (s[nt][2 + e] + s_odd[nt][2 + e]) * (kf[nt][e] * qf_b);
+        }
+      }
+      OnlineSoftmaxStep(s, o, m_run, l_run, scale_log2, [&](int nt, int e, bool) {
+        const int key = kb * kPageSize + key0 + nt * 8 + 2 * t4 + e;
+        return key >= begin && key < end;
+      });
+      // P times V's row scales relative to the warp's largest so far (o rescaled when that grows).
+      float top = fmaxf(fmaxf(vf[0][0], vf[0][1]), fmaxf(vf[1][0], vf[1][1]));
+      top = fmaxf(top, __shfl_xor_sync(0xffffffffu, top, 1));
+      top = fmaxf(top, __shfl_xor_sync(0xffffffffu, top, 2));  // the warp's 16 keys: the same in every lane
+      if (top > v_ref) {
+        const float down = v_ref / top;  // powers of two: exact
+#pragma unroll
+        for (int i = 0; i < D / 8; ++i) o[i][0] *= down, o[i][1] *= down, o[i][2] *= down, o[i][3] *= down;
+        v_ref = top;
+      }
+      const float inv_ref = 1.0f / v_ref;
+      float vr[2][2];
+#pragma unroll
+      for (int nt = 0; nt < 2; ++nt) vr[nt][0] = vf[nt][0] * inv_ref, vr[nt][1] = vf[nt][1] * inv_ref;
+      const uint32_t pa[4] = {
+          PackHalf(s[0][0] * vr[0][0], s[0][1] * vr[0][1]), PackHalf(s[0][2] * vr[0][0], s[0][3] * vr[0][1]),
+          PackHalf(s[1][0] * vr[1][0], s[1][1] * vr[1][1]), PackHalf(s[1][2] * vr[1][0], s[1][3] * vr[1][1])};
+      // O += P V: codes of rows key0 + 8 h + g along the row, transposed into B fragments (b0: h = 0, b1: h = 1);
+      // n-tile kq * 8 + l holds the columns VDim(kq, l, *).
+#pragma unroll
+      for (int kq = 0; kq < D / 64; ++kq) {
+        uint4 vc[2];
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int r = key0 + 8 * h + g;
+          vc[h] = *reinterpret_cast<const uint4*>(rv + r * D + RawChunk<D>(r, kq * 4 + t4) * 16);
+        }
+#pragma unroll
+        for (int w = 0; w < 4; ++w) {
+          uint32_t lo[2], hi[2];
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            E4m3x4ToHalf(word(vc[h], w), &lo[h], &hi[h]);
+            lo[h] = MovMatrixTrans(lo[h]);
+            hi[h] = MovMatrixTrans(hi[h]);
+          }
+          MmaF16(o[kq * 8 + 2 * w], pa[0], pa[1], pa[2], pa[3], lo[0], lo[1]);
+          MmaF16(o[kq * 8 + 2 * w + 1], pa[0], pa[1], pa[2], pa[3], hi[0], hi[1]);
+        }
+      }
+      continue;
     } else if constexpr (kStages == 1) {
       if (!kFused || kb != first) {  // the fused kernel loaded the first page before its wait
         __syncthreads();             // every warp is done with the previous page
@@ -385,13 +523,14 @@ __global__ void __launch_bounds__(kThreads)
     pl[warp * kRows + g + 8] = l_b;
   }
   float* pw = po + warp * kRows * D;
+  const float of = kF8 ? v_ref : 1.0f;
 #pragma unroll
   for (int nd = 0; nd < D / 8; ++nd) {
-    const int col = nd * 8 + 2 * t4;
-    pw[g * D + col] = o[nd][0];
-    pw[g * D + col + 1] = o[nd][1];
-    pw[(g + 8) * D + col] = o[nd][2];
-    pw[(g + 8) * D + col + 1] = o[nd][3];
+    const int col = kF8 ? VDim(nd / 8, nd % 8, 2 * t4) : nd * 8 + 2 * t4;
+    pw[g * D + col] = o[nd][0] * of;
+    pw[g * D + col + 1] = o[nd][1] * of;
+    pw[(g + 8) * D + col] = o[nd][2] * of;
+    pw[(g + 8) * D + col + 1] = o[nd][3] * of;
   }
   __syncthreads();
   // Splits with keys: all of them for the fused kernel (it returned for the empty ones), so with one such

@@ -4,6 +4,7 @@
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -155,6 +156,39 @@ __device__ __forceinline__ void MmaBf16(float* c, uint32_t a0, uint32_t a1, uint
       "{%0,%1,%2,%3};\n"
       : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+// The same step with f16 operands.
+__device__ __forceinline__ void MmaF16(float* c, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
+                                       uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+// 4 E4M3 codes (bytes 0-3 of v) as two f16 pairs (exact): codes 0 and 1 into lo, 2 and 3 into hi, the
+// lower code in the lower half. One instruction per pair on sm_89 and later.
+__device__ __forceinline__ void E4m3x4ToHalf(uint32_t v, uint32_t* lo, uint32_t* hi) {
+  const __half2_raw h0 = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(v & 0xFFFFu), __NV_E4M3);
+  const __half2_raw h1 = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(v >> 16), __NV_E4M3);
+  *lo = static_cast<uint32_t>(h0.x) | (static_cast<uint32_t>(h0.y) << 16);
+  *hi = static_cast<uint32_t>(h1.x) | (static_cast<uint32_t>(h1.y) << 16);
+}
+
+// The transpose of an 8 x 8 matrix of 16-bit values held as an mma fragment (lane 4 r + c holds row r,
+// columns 2 c and 2 c + 1; the result in the same layout), in registers (sm_75 and later).
+__device__ __forceinline__ uint32_t MovMatrixTrans(uint32_t x) {
+  uint32_t y;
+  asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;\n" : "=r"(y) : "r"(x));
+  return y;
+}
+
+// Two floats as the f16 pair of an mma fragment register (lo in the low half).
+__device__ __forceinline__ uint32_t PackHalf(float lo, float hi) {
+  __half2 v = __floats2half2_rn(lo, hi);
+  return *reinterpret_cast<uint32_t*>(&v);
 }
 
 // Two floats as the bf16 pair of an mma fragment register (lo in the low half).

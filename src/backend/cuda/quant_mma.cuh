@@ -322,23 +322,6 @@ __device__ __forceinline__ void ActivationsToHalf(const bf16* x, int n, int k, _
   }
 }
 
-__device__ __forceinline__ void MmaF16(float* c, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
-                                       uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-      "{%0,%1,%2,%3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
-
-// 4 E4M3 codes as two f16 pairs (exact).
-__device__ __forceinline__ void E4m3x4ToHalf(uint32_t v, uint32_t* lo, uint32_t* hi) {
-  const __half2_raw h0 = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(v & 0xFFFFu), __NV_E4M3);
-  const __half2_raw h1 = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(v >> 16), __NV_E4M3);
-  *lo = static_cast<uint32_t>(h0.x) | (static_cast<uint32_t>(h0.y) << 16);
-  *hi = static_cast<uint32_t>(h1.x) | (static_cast<uint32_t>(h1.y) << 16);
-}
-
 // Where row 0's chunk c starts in its staged words (below). FP8 (device layout, f8_layout.h) stages its
 // chunk as 16 words of codes and, in word 16, the chunk's two block scales.
 template <int T>
