@@ -85,6 +85,7 @@ CudaBackend::CudaBackend(const CudaOptions& options)
   decode_mma_residency_ = cuda::AttentionDecodeMmaResidency();
   cuda::ConfigureQuantGemvMma(smem_optin_);
   cuda::ConfigureQuantMoeMma(smem_optin_);
+  cuda::ConfigureMoeGrouped(smem_optin_);
   cuda::ConfigureGdnKernels(smem_optin_);
   cuda::ConfigureGemv(smem_optin_);
   gemv_counter_ = cuda::DeviceBuffer(3 * sizeof(int32_t), "GEMV block counters");

@@ -437,6 +437,8 @@ void LaunchMoeExperts(cudaStream_t s, const void* x, const float* weights, const
 // hidden and intermediate sizes are multiples of 32 (MoeGroupedFits); scratch: MoeGroupedScratchBytes.
 constexpr int kMoeGroupedMinTokens = 16;
 bool MoeGroupedFits(const ExpertTable& experts);
+// Raises the grouped GEMMs' dynamic shared-memory limit (once per device, before use).
+void ConfigureMoeGrouped(size_t max_smem_optin);
 size_t MoeGroupedScratchBytes(int64_t n, int32_t top_k, const ExpertTable& experts);
 void LaunchMoeGrouped(cudaStream_t s, const void* x, const float* weights, const int32_t* ids, int64_t n,
                       int32_t top_k, ExpertTable experts, void* scratch, void* out);

@@ -1,28 +1,33 @@
 // Mixture of experts for many tokens (prefill): the routed (token, expert) pairs are grouped by expert
 // and every expert's SwiGLU MLP runs as two tensor-core GEMMs over its group, so each active expert's
-// weights are read once per 64 pairs instead of once per token.
+// weights are read once per 128 pairs instead of once per token.
 //
 //  1. MoeSortKernel (one block): counts the pairs of each expert, gives every pair a row of a
-//     permuted order (experts' groups one after another) and lists the GEMM tiles: up to 64 rows of one
+//     permuted order (experts' groups one after another) and lists the GEMM tiles: up to 128 rows of one
 //     expert each. Rows within a group come in atomic order, which does not matter: a GEMM row depends
 //     on its own input row only, so results are deterministic.
 //  2. MoeGemmKernel<kGateUp = true>: act[row] = silu(x[token] @ gate_e^T) * (x[token] @ up_e^T), bf16,
-//     the token's row of x read in place (no gathered copy). A block computes 64 rows x 64 columns of
+//     the token's row of x read in place (no gathered copy). A block computes 128 rows x 64 columns of
 //     both products, so the epilogue holds gate and up of the same element.
-//  3. MoeGemmKernel<kGateUp = false>: y[row] = act[row] @ down_e^T, bf16, 64 rows x 128 columns.
+//  3. MoeGemmKernel<kGateUp = false>: y[row] = act[row] @ down_e^T, bf16, 128 rows x 128 columns.
 //  4. MoeCombineKernel: out[t] = sum_j weights[t, j] * y[row of (t, j)] in routing order (f32 sum).
 //
-// The GEMM: 4 warps (2 x 2), each 32 rows x 64 columns as 2 x 8 mma.sync m16n8k16 tiles, k in steps
-// of 32 through a 3-stage cp.async pipeline; shared-memory rows padded to 80 bytes so ldmatrix reads
-// are free of bank conflicts. The grid is sized for the worst case (every expert's last tile partial)
-// from sizes the host knows, so the launches are graph-safe; blocks past the real tile count return.
+// The GEMM: 8 warps (4 x 2), each 32 rows x 64 columns as 2 x 8 mma.sync m16n8k16 tiles, k in steps
+// of 32 through a 3-stage cp.async pipeline (60 KiB of dynamic shared memory); shared-memory rows padded
+// to 80 bytes so ldmatrix reads are free of bank conflicts. At 64 rows a tile (4 warps) both GEMMs were
+// bound by L2 bandwidth in an 8,192-token prefill of Qwen3-Next (ncu: 95-96% of L2 throughput, 26-32% of
+// SM throughput), each expert's weight tile being read from L2 once per 64 rows; 128 rows halve that. The grid is sized
+// for the worst case (every expert's last tile partial) from sizes the host knows, so the launches are graph-safe;
+// blocks past the real tile count return.
 #include "backend/cuda/quant_blocks.cuh"
 
 namespace infernix::cuda {
 namespace {
 
-constexpr int kBm = 64, kBn = 128, kBk = 32, kStages = 3, kThreads = 128;
+constexpr int kBm = 128, kBn = 128, kBk = 32, kStages = 3, kThreads = 256;
 constexpr int kRowPad = kBk + 8;  // bf16 per shared-memory row (80 bytes)
+constexpr size_t kGemmSmem = size_t{kStages} * (kBm + kBn) * kRowPad * sizeof(bf16);  // A's stages, then B's
+static_assert(kThreads / 4 * 2 == kBm && kThreads / 4 * 2 == kBn, "two 16-byte chunks of A and of B per thread");
 constexpr int kSortThreads = 1024;
 
 // Where the grouped pairs live in the scratch block (MoeGroupedScratchBytes).
@@ -114,7 +119,7 @@ struct GemmArgs {
 };
 
 // W: kBF16, or a block type QuantTypeSupported accepts (its rows decoded a 32-value sub-block at a time
-// into the bf16 tile: thread i decodes B row i of each stage).
+// into the bf16 tile: thread i < kBn decodes B row i of each stage).
 template <bool kGateUp, int W>
 __global__ void __launch_bounds__(kThreads) MoeGemmKernel(GemmArgs p) {
   const int tile = blockIdx.x;
@@ -123,18 +128,19 @@ __global__ void __launch_bounds__(kThreads) MoeGemmKernel(GemmArgs p) {
   // Output columns of this block: kGateUp covers 64 columns of gate (smem B rows 0-63) and the same 64
   // of up (rows 64-127); down covers 128 columns.
   const int64_t col0 = static_cast<int64_t>(blockIdx.y) * (kGateUp ? kBn / 2 : kBn);
-  __shared__ __align__(16) bf16 sa[kStages][kBm][kRowPad];
-  __shared__ __align__(16) bf16 sb[kStages][kBn][kRowPad];
+  extern __shared__ __align__(16) unsigned char gemm_smem[];
+  auto sa = reinterpret_cast<bf16(*)[kBm][kRowPad]>(gemm_smem);                                           // [kStages]
+  auto sb = reinterpret_cast<bf16(*)[kBn][kRowPad]>(gemm_smem + kStages * kBm * kRowPad * sizeof(bf16));  // [kStages]
 
-  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, wm = warp & 1, wn = warp >> 1;
-  // This thread's copies per stage: 2 chunks of A (rows tid/4 and +32, 16 bytes at (tid%4)*8) and
-  // either 4 chunks of B (bf16) or the decoded sub-block of B row tid.
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, wm = warp & 3, wn = warp >> 2;
+  // This thread's copies per stage: 2 chunks of A (rows tid/4 and +64, 16 bytes at (tid%4)*8) and
+  // either 2 chunks of B (bf16) or the decoded sub-block of B row tid (tid < kBn).
   const int part = (tid & 3) * 8;
   const bf16* a_src[2];
   bool a_ok[2];
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
-    const int r = (tid >> 2) + 32 * i;
+    const int r = (tid >> 2) + kThreads / 4 * i;
     a_ok[i] = r0 + r < r1;
     const int64_t row = a_ok[i] ? (kGateUp ? p.row_token[r0 + r] : r0 + r) : 0;
     a_src[i] = p.a + row * p.k + part;
@@ -150,21 +156,22 @@ __global__ void __launch_bounds__(kThreads) MoeGemmKernel(GemmArgs p) {
       return static_cast<const uint8_t*>(w) + col * QuantRowBytes<W>(p.k);
     }
   };
-  constexpr int kBChunks = W == kBF16 ? 4 : 1;
+  constexpr int kBChunks = W == kBF16 ? 2 : 1;
   const void* b_src[kBChunks];
 #pragma unroll
-  for (int i = 0; i < kBChunks; ++i) b_src[i] = weight_row(W == kBF16 ? (tid >> 2) + 32 * i : tid);
+  for (int i = 0; i < kBChunks; ++i)
+    b_src[i] = W == kBF16 ? weight_row((tid >> 2) + kThreads / 4 * i) : tid < kBn ? weight_row(tid) : nullptr;
   auto load = [&](int stage, int64_t ks) {
     const int64_t k0 = ks * kBk;
 #pragma unroll
-    for (int i = 0; i < 2; ++i) CpAsync16Zfill(&sa[stage][(tid >> 2) + 32 * i][part], a_src[i] + k0, a_ok[i]);
+    for (int i = 0; i < 2; ++i) CpAsync16Zfill(&sa[stage][(tid >> 2) + kThreads / 4 * i][part], a_src[i] + k0, a_ok[i]);
     if constexpr (W == kBF16) {
 #pragma unroll
-      for (int i = 0; i < 4; ++i) {
+      for (int i = 0; i < kBChunks; ++i) {
         const bf16* src = static_cast<const bf16*>(b_src[i]);
-        CpAsync16Zfill(&sb[stage][(tid >> 2) + 32 * i][part], src ? src + k0 + part : p.a, src != nullptr);
+        CpAsync16Zfill(&sb[stage][(tid >> 2) + kThreads / 4 * i][part], src ? src + k0 + part : p.a, src != nullptr);
       }
-    } else {
+    } else if (tid < kBn) {
       float v[32] = {};
       if (b_src[0]) LoadSub<W>(static_cast<const uint8_t*>(b_src[0]), ks, v, p.k);
 #pragma unroll
@@ -259,6 +266,19 @@ __global__ void MoeCombineKernel(const bf16* y, const int32_t* pair_row, const f
 
 }  // namespace
 
+void ConfigureMoeGrouped(size_t max_smem_optin) {
+  INFX_CHECK_MSG(kGemmSmem <= max_smem_optin, "grouped experts: {} bytes of shared memory per block, the GPU allows {}",
+                 kGemmSmem, max_smem_optin);
+  auto configure = [&](auto type) {
+    constexpr int W = decltype(type)::value;
+    for (auto kernel : {MoeGemmKernel<true, W>, MoeGemmKernel<false, W>})
+      INFX_CUDA_CHECK(
+          cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kGemmSmem)));
+  };
+  configure(std::integral_constant<int, kBF16>{});
+  for (int type : kQuantTypes) ByQuantType(type, configure);
+}
+
 bool MoeGroupedFits(const ExpertTable& experts) {
   const bool bf16 = experts.dtype == kBF16 && experts.aligned16;
   return (bf16 || QuantTypeSupported(experts.dtype)) && experts.hidden % kBk == 0 && experts.inter % kBk == 0 &&
@@ -288,9 +308,9 @@ void LaunchMoeGrouped(cudaStream_t s, const void* x, const float* weights, const
   GemmArgs down{g.act, nullptr, experts.down, nullptr, g.n_tiles, g.tiles, g.y, experts.inter, experts.hidden};
   auto gemms = [&](auto type) {
     constexpr int W = decltype(type)::value;
-    MoeGemmKernel<true, W><<<dim3(tiles, Blocks(experts.inter, kBn / 2)), kThreads, 0, s>>>(up);
+    MoeGemmKernel<true, W><<<dim3(tiles, Blocks(experts.inter, kBn / 2)), kThreads, kGemmSmem, s>>>(up);
     INFX_CUDA_CHECK_LAUNCH();
-    MoeGemmKernel<false, W><<<dim3(tiles, Blocks(experts.hidden, kBn)), kThreads, 0, s>>>(down);
+    MoeGemmKernel<false, W><<<dim3(tiles, Blocks(experts.hidden, kBn)), kThreads, kGemmSmem, s>>>(down);
     INFX_CUDA_CHECK_LAUNCH();
   };
   if (experts.dtype == kBF16) {

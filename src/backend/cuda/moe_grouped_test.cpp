@@ -1,5 +1,5 @@
 // CPU-vs-CUDA tests of MoeExperts by batch size: the grouped expert GEMMs (moe_grouped.cu) for many
-// tokens (tile boundaries: groups of 1 to a few hundred pairs, experts no token chose, partial column
+// tokens (tile boundaries of 128 rows: groups of 1 to a few hundred pairs, experts no token chose, partial column
 // tiles, every pair routed to one expert; bf16 and block-quantized experts), and bf16 experts for a
 // few tokens (moe_gemv.cu's GEMVs up to 8, the f32 kernels of moe.cu above).
 #include <algorithm>
@@ -84,7 +84,7 @@ TEST(CudaMoe, GroupedExpertsMatchTheOracle) {
   CheckExperts(70, 160, 96, 12, 4, SkewedIds(70, 12, 4, 2), 3100);
   // The smallest batch that takes the grouped path; top-10 of 32 (Qwen3-Next's top_k).
   CheckExperts(16, 1024, 512, 32, 10, SkewedIds(16, 32, 10, 3), 3200);
-  // Every token's first pair on expert 5: one group of 200 rows (4 tiles, the last partial).
+  // Every token's first pair on expert 5: one group of 200 rows (2 tiles of 128, the last partial).
   std::vector<int32_t> ids;
   for (int32_t t = 0; t < 200; ++t) {
     const int32_t other = t % 15;
