@@ -20,7 +20,7 @@
 #   longctx   decode at long context with dummy bf16 weights: Qwen3-8B at depths 0 and 32,768, and
 #             Qwen3-Next-80B-A3B with 24 layers at 0 and 131,072 (tg32, batch 1)
 #   runs      infernix bench runs given in $BENCH_RUNS: "config:arguments" entries separated by ";" (the
-#             configs of bench/configs; -n 32 -r 1 come first, so the arguments may override them), e.g.
+#             configs of bench/configs; -n 32 and -r 1 where the arguments give no -n / -r of their own), e.g.
 #             BENCH_RUNS="qwen3-8b:-p 64 -n 128 -b 1,8 -d 0,512;qwen3-next-80b-a3b:--num-layers 24 -b 1"
 #             for an A/B run of one's own decode set (bench/cuda/ab_run.sh runs)
 #   ncu       per-kernel time and DRAM traffic of batch-1 decode steps ($NCU_MODEL config, default
@@ -142,9 +142,13 @@ bench_set() {
   for args in "$@"; do
     cfg=${args%%:*}
     echo "-- $cfg ${args#*:}"
+    # -n 32 and -r 1 unless the arguments give their own (the bench takes each option once)
+    local given=" ${args#*:} " defaults=""
+    [[ $given == *" -n "* || $given == *" --n-gen "* ]] || defaults="-n 32"
+    [[ $given == *" -r "* || $given == *" --repetitions "* ]] || defaults="$defaults -r 1"
     # shellcheck disable=SC2086  # the arguments are meant to split
     timeout 290 "$BUILD"/bin/infernix bench --model "$SRC"/bench/configs/$cfg.json --dummy-weights --backend cuda \
-      -n 32 -r 1 ${args#*:} 2>&1 | tee -a "$OUT/$log.log" | grep -E "$pattern"
+      $defaults ${args#*:} 2>&1 | tee -a "$OUT/$log.log" | grep -E "$pattern|rror|Run with --help"
   done
 }
 # ncu: its binary; the launches to profile (the kernels whose names match NCU_KERNEL, default the decode
