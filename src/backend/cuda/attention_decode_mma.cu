@@ -60,8 +60,12 @@ constexpr int kRawStages = 2;
 // An FP8 cache's page as staged (kF8 below): the K codes [kPageSize][D], the V codes, the K scales
 // [kPageSize] and the V scales, each row's 16-byte chunks in RawChunk's order (decode_f8_order.h).
 template <int D>
+__host__ __device__ constexpr int RawScalesAt() {  // the byte of a raw page where the scales begin
+  return 2 * kPageSize * D;
+}
+template <int D>
 __host__ __device__ constexpr int RawPageBytes() {
-  return 2 * kPageSize * D + 2 * kPageSize * static_cast<int>(sizeof(float));
+  return RawScalesAt<D>() + 2 * kPageSize * static_cast<int>(sizeof(float));
 }
 
 // Q (kRows rows), then kStages buffers of K and V of one page (bf16; an FP8 cache: Q again as f16, then
@@ -151,7 +155,7 @@ __global__ void __launch_bounds__(kThreads)
         CpAsync16Zfill(rk + at, kc + src, valid);
         CpAsync16Zfill(rk + kPageSize * D + at, vc + src, valid);
       }
-      float* sc = reinterpret_cast<float*>(rk + 2 * kPageSize * D);
+      float* sc = reinterpret_cast<float*>(rk + RawScalesAt<D>());
       for (int i = tid; i < kPageSize / 2; i += kThreads) {  // 4 rows' scales at a time, K's then V's
         const int which = i / (kPageSize / 4), r = (i - which * (kPageSize / 4)) * 4;
         CpAsync16(sc + which * kPageSize + r, (which == 0 ? kv.k_scale : kv.v_scale) + row0 + r);
@@ -346,12 +350,12 @@ __global__ void __launch_bounds__(kThreads)
           *reinterpret_cast<uint4*>(rk + (which * kPageSize + r) * D + RawChunk<D>(r, c) * 16) = v;
         }
         if (tid < 2)
-          reinterpret_cast<float*>(rk + 2 * kPageSize * D)[tid * kPageSize + r] =
+          reinterpret_cast<float*>(rk + RawScalesAt<D>())[tid * kPageSize + r] =
               __ldcg((tid == 0 ? kv.k_scale : kv.v_scale) + row);
         __syncthreads();
       }
       const uint8_t* rv = rk + kPageSize * D;
-      const float* ksc = reinterpret_cast<const float*>(rk + 2 * kPageSize * D);
+      const float* ksc = reinterpret_cast<const float*>(rk + RawScalesAt<D>());
       const float* vsc = ksc + kPageSize;
       const int key0 = warp * 16;
       auto word = [](const uint4& v, int j) { return j == 0 ? v.x : j == 1 ? v.y : j == 2 ? v.z : v.w; };
@@ -454,7 +458,7 @@ __global__ void __launch_bounds__(kThreads)
       __syncthreads();              // for every thread; and every warp is done with page kb - 1's buffer,
       load_page(kb + kStages - 1);  // which takes this page
     }
-    bf16* ks = pages + (kF8 ? 0 : kb % kStages) * kBuffer;
+    bf16* ks = pages + (kb % kStages) * kBuffer;
     bf16* vs = ks + kPageSize * kStride;
     if (owner && kb == pos / kPageSize) {  // the new key and value over the row staged from the cache
       const int r = pos % kPageSize;

@@ -136,11 +136,12 @@ __global__ void __launch_bounds__(kThreads) MoeGemmKernel(GemmArgs p) {
   // This thread's copies per stage: 2 chunks of A (rows tid/4 and +64, 16 bytes at (tid%4)*8) and
   // either 2 chunks of B (bf16) or the decoded sub-block of B row tid (tid < kBn).
   const int part = (tid & 3) * 8;
+  auto chunk_row = [&](int i) { return (tid >> 2) + kThreads / 4 * i; };  // the tile row of chunk i
   const bf16* a_src[2];
   bool a_ok[2];
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
-    const int r = (tid >> 2) + kThreads / 4 * i;
+    const int r = chunk_row(i);
     a_ok[i] = r0 + r < r1;
     const int64_t row = a_ok[i] ? (kGateUp ? p.row_token[r0 + r] : r0 + r) : 0;
     a_src[i] = p.a + row * p.k + part;
@@ -160,16 +161,16 @@ __global__ void __launch_bounds__(kThreads) MoeGemmKernel(GemmArgs p) {
   const void* b_src[kBChunks];
 #pragma unroll
   for (int i = 0; i < kBChunks; ++i)
-    b_src[i] = W == kBF16 ? weight_row((tid >> 2) + kThreads / 4 * i) : tid < kBn ? weight_row(tid) : nullptr;
+    b_src[i] = W == kBF16 ? weight_row(chunk_row(i)) : tid < kBn ? weight_row(tid) : nullptr;
   auto load = [&](int stage, int64_t ks) {
     const int64_t k0 = ks * kBk;
 #pragma unroll
-    for (int i = 0; i < 2; ++i) CpAsync16Zfill(&sa[stage][(tid >> 2) + kThreads / 4 * i][part], a_src[i] + k0, a_ok[i]);
+    for (int i = 0; i < 2; ++i) CpAsync16Zfill(&sa[stage][chunk_row(i)][part], a_src[i] + k0, a_ok[i]);
     if constexpr (W == kBF16) {
 #pragma unroll
       for (int i = 0; i < kBChunks; ++i) {
         const bf16* src = static_cast<const bf16*>(b_src[i]);
-        CpAsync16Zfill(&sb[stage][(tid >> 2) + kThreads / 4 * i][part], src ? src + k0 + part : p.a, src != nullptr);
+        CpAsync16Zfill(&sb[stage][chunk_row(i)][part], src ? src + k0 + part : p.a, src != nullptr);
       }
     } else if (tid < kBn) {
       float v[32] = {};
