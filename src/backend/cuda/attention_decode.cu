@@ -216,28 +216,68 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// The combine: a block per (token, query head) of kCombineThreads threads in groups of kCombineGroup, group j
+// summing the splits j, j + groups, ... for its columns; the groups' sums are then added in group order
+// (deterministic). At 131,072 tokens all 128-odd splits have keys, and a thread per column looping over
+// them one load after another took longer than one wave of the split kernel's blocks.
+constexpr int kCombineThreads = 1024;
+constexpr int kCombineGroup = 256;  // columns of a group's pass (head_dim up to 256 in one)
+constexpr int kCombineMaxSplits = 1024;
+
 // gate: the gated attention's output gate (Qwen3-Next / 3.5), bf16 [n_tokens, n_heads * d], or nullptr: out is
-// then multiplied by its sigmoid as SigmoidMul would (the output rounded to bf16 first).
-__global__ void AttentionCombineKernel(int n_heads, int d, int n_splits, const float* ws_o, const float* ws_ml,
-                                       const bf16* gate, bf16* out) {
+// then multiplied by its sigmoid as SigmoidMul would (the output rounded to bf16 first). A split without
+// keys (l = 0) weighs 0, and its partial output, which its kernel did not write, is not added.
+__global__ void __launch_bounds__(kCombineThreads)
+    AttentionCombineKernel(int n_heads, int d, int n_splits, const float* ws_o, const float* ws_ml, const bf16* gate,
+                           bf16* out) {
+  __shared__ float weight[kCombineMaxSplits];  // exp(m_s - m), 0 for a split without keys
+  __shared__ float part[kCombineThreads / kCombineGroup][kCombineGroup];
+  __shared__ float inv_l;
   AllowDependentLaunch();
   WaitForPrevious();
   const int64_t head = static_cast<int64_t>(blockIdx.x) * n_heads + blockIdx.y;
   const float* ml = ws_ml + head * n_splits * 2;
-  float m = -INFINITY;
-  for (int s = 0; s < n_splits; ++s)
-    if (ml[2 * s + 1] > 0.0f) m = fmaxf(m, ml[2 * s]);
-  float l = 0;
-  for (int s = 0; s < n_splits; ++s)
-    if (ml[2 * s + 1] > 0.0f) l += ml[2 * s + 1] * expf(ml[2 * s] - m);
-  const float inv = l > 0.0f ? 1.0f / l : 0.0f;
-  for (int dd = threadIdx.x; dd < d; dd += blockDim.x) {
+  const int tid = static_cast<int>(threadIdx.x);
+  if (tid < 32) {  // the weights and 1 / l by the first warp
+    float m = -INFINITY;
+    for (int s = tid; s < n_splits; s += 32)
+      if (ml[2 * s + 1] > 0.0f) m = fmaxf(m, ml[2 * s]);
+    m = WarpMax(m);
+    float l = 0;
+    for (int s = tid; s < n_splits; s += 32) {
+      const float ls = ml[2 * s + 1];
+      const float w = ls > 0.0f ? expf(ml[2 * s] - m) : 0.0f;
+      weight[s] = w;
+      l += ls * w;
+    }
+    l = WarpSum(l);
+    if (tid == 0) inv_l = l > 0.0f ? 1.0f / l : 0.0f;
+  }
+  __syncthreads();
+  constexpr int kGroups = kCombineThreads / kCombineGroup;
+  const int group = tid / kCombineGroup, col = tid % kCombineGroup;
+  for (int d0 = 0; d0 < d; d0 += kCombineGroup) {
+    const int dd = d0 + col;
     float o = 0;
-    for (int s = 0; s < n_splits; ++s)
-      if (ml[2 * s + 1] > 0.0f) o += ws_o[(head * n_splits + s) * d + dd] * expf(ml[2 * s] - m);
-    const float v = o * inv;
-    out[head * d + dd] =
-        __float2bfloat16_rn(gate == nullptr ? v : RoundBf16(v) * SigmoidF(__bfloat162float(gate[head * d + dd])));
+    if (dd < d) {
+      const float* src = ws_o + head * n_splits * d + dd;
+#pragma unroll 8
+      for (int s = group; s < n_splits; s += kGroups) {
+        const float v = __ldcg(src + static_cast<int64_t>(s) * d);  // loaded whether or not the split has keys
+        o += weight[s] != 0.0f ? v * weight[s] : 0.0f;
+      }
+    }
+    part[group][col] = o;
+    __syncthreads();
+    if (group == 0 && dd < d) {
+      float v = 0;
+#pragma unroll
+      for (int j = 0; j < kGroups; ++j) v += part[j][col];
+      v *= inv_l;
+      out[head * d + dd] =
+          __float2bfloat16_rn(gate == nullptr ? v : RoundBf16(v) * SigmoidF(__bfloat162float(gate[head * d + dd])));
+    }
+    __syncthreads();  // part is free for the next columns
   }
 }
 
@@ -259,9 +299,10 @@ void LaunchAttentionSplit(cudaStream_t s, DeviceLayout layout, KvCacheView kv, c
 void LaunchAttentionCombine(cudaStream_t s, int32_t n_tokens, int32_t n_heads, int32_t head_dim, int32_t n_splits,
                             const float* ws_o, const float* ws_ml, const void* gate, void* out) {
   if (n_tokens == 0) return;
+  INFX_CHECK_MSG(n_splits <= kCombineMaxSplits, "attention combine: {} splits (at most {})", n_splits,
+                 kCombineMaxSplits);
   dim3 grid(static_cast<unsigned>(n_tokens), static_cast<unsigned>(n_heads));
-  int threads = std::min(256, (head_dim + 31) / 32 * 32);
-  LaunchDependent(AttentionCombineKernel, grid, threads, 0, s, n_heads, head_dim, n_splits, ws_o, ws_ml,
+  LaunchDependent(AttentionCombineKernel, grid, kCombineThreads, 0, s, n_heads, head_dim, n_splits, ws_o, ws_ml,
                   static_cast<const bf16*>(gate), static_cast<bf16*>(out));
   INFX_CUDA_CHECK_LAUNCH();
 }
