@@ -28,6 +28,13 @@ template <int D>
 __host__ __device__ constexpr int Stride() {
   return D + 8;  // bf16 per shared-memory row: 16 bytes of padding against bank conflicts
 }
+// f32 per row of a warp's partial output in the merge: padded so that a warp's stores to its 8 rows are at
+// most 2-way bank conflicts (8-way unpadded), and little enough that the merge still fits in the bytes of
+// the tiles (SmemBytes) at every head_dim.
+template <int D>
+__host__ __device__ constexpr int MergeStride() {
+  return D + 4;
+}
 
 // Pages in shared memory at once. Three for head_dim 256 (206 KiB, one block per SM with two pages in
 // flight while it computes on the third): Qwen3-Next-80B-A3B (24 layers) at 131,072 tokens of context
@@ -52,9 +59,10 @@ __host__ __device__ constexpr int Stages() {
 // transposed into B fragments with movmatrix; the output columns come out permuted (VDim), which the
 // partial results undo. V's row scales multiply P before it is rounded to f16, relative to the warp's
 // largest V scale so far (the factor is kept apart and applied at the end), so that P stays in [0, 1].
-// Two stages: at head_dim 256 that is 82 KiB a block, two blocks per SM. The form before (one raw page
-// decoded into a bf16 buffer by the whole block, then the bf16 kernel's products) was issue-bound by the
-// decoding at long contexts (docs/performance.md).
+// Two stages: at head_dim 256 that is 82 KiB a block, two blocks per SM. (A page's K and V as cp.async
+// groups of their own, K running two pages ahead, measured no faster on an H100 and 1% slower for Qwen3-8B
+// at batch 8: docs/performance.md.) The form before (one raw page decoded into a bf16 buffer by the whole
+// block, then the bf16 kernel's products) was issue-bound by the decoding at long contexts.
 constexpr int kRawStages = 2;
 
 // An FP8 cache's page as staged (kF8 below): the K codes [kPageSize][D], the V codes, the K scales
@@ -69,8 +77,8 @@ __host__ __device__ constexpr int RawPageBytes() {
 }
 
 // Q (kRows rows), then kStages buffers of K and V of one page (bf16; an FP8 cache: Q again as f16, then
-// kRawStages raw pages); after the pages, the bytes after Q hold the warps' partial results: o [kWarps][kRows][D]
-// f32, then m and l [kWarps][kRows]. The fused kernel has a preparation area after all that (see the kernel).
+// kRawStages raw pages); after the pages, the bytes after Q hold the warps' partial results: o [kWarps][kRows]
+// [MergeStride] f32, then m and l [kWarps][kRows]. The fused kernel has a preparation area after all that (see the kernel).
 template <int D>
 __host__ __device__ constexpr size_t QBytes() {
   return size_t{kRows} * Stride<D>() * sizeof(bf16);
@@ -80,7 +88,7 @@ __host__ __device__ constexpr size_t SmemBytes() {
   const size_t buffer = size_t{2 * kPageSize} * Stride<D>() * sizeof(bf16);
   const size_t tiles =
       QBytes<D>() + (kF8 ? QBytes<D>() + size_t{kRawStages} * RawPageBytes<D>() : buffer * Stages<D>());
-  const size_t merge = QBytes<D>() + size_t{kWarps} * kRows * (D + 2) * sizeof(float);
+  const size_t merge = QBytes<D>() + size_t{kWarps} * kRows * (MergeStride<D>() + 2) * sizeof(float);
   return tiles > merge ? tiles : merge;
 }
 template <int D, bool kF8>
@@ -126,42 +134,69 @@ __global__ void __launch_bounds__(kThreads)
   }
   extern __shared__ __align__(16) unsigned char smem[];
   constexpr int kStages = Stages<D>();
+  // OnlineSoftmaxStep's skip of a unit rescale where registers do not bound the residency (shared memory
+  // does, or the FP8 kernel's registers are as many without it).
+  constexpr bool kSkipUnitRescale = kF8 || D > 128;
   constexpr int kBuffer = 2 * kPageSize * kStride;  // K then V of one page, bf16
   bf16* qs = reinterpret_cast<bf16*>(smem);
   bf16* pages = qs + kRows * kStride;
   const bf16* kpages = static_cast<const bf16*>(kv.k_pages);
   const bf16* vpages = static_cast<const bf16*>(kv.v_pages);
   const int first = begin / kPageSize, last = (end - 1) / kPageSize;  // the chunk's pages
-  // FP8: Q as f16 (QFragCol's column order, a row's factor in q_factor), then the raw pages. Page kb's codes and
-  // scales go into raw page kb % kRawStages, 16 bytes per copy (zeros for the columns past head_dim and the keys
-  // outside the chunk, whose scales the warps replace with 0), one cp.async group per page as load_page.
+  // FP8: Q as f16 (QFragCol's column order, a row's factor in q_factor), then the raw pages. Page kb's codes
+  // and scales go into raw page kb % kRawStages, 16 bytes per copy (zeros for the columns past head_dim and the
+  // keys outside the chunk, whose scales the warps replace with 0), as one cp.async group (empty past the last
+  // page, so that the group count stays uniform). A thread's copies are of one chunk column, kRowStep rows
+  // apart: the same place in every row's chunk order, and addresses a constant step apart (the index
+  // arithmetic of a copy per loop pass was a fifth of the kernel's instructions, ncu). The page's number is
+  // read from the page table an iteration before it is needed, so that its load does not hold up the copies.
   __half* qh = reinterpret_cast<__half*>(pages);
   uint8_t* raw = reinterpret_cast<uint8_t*>(qh + kRows * kStride);
   __shared__ float q_factor[kF8 ? kRows : 1];
   constexpr int kCopies = D / 16;  // of 16 codes (head_dim % 16 == 0: AttentionDecodeMmaFits)
-  auto load_raw = [&](int kb) {
+  constexpr int kRowStep = kThreads / kCopies;
+  static_assert(kThreads % kCopies == 0 && kRowStep % 2 == 0, "RawChunk depends on a row's parity only");
+  const int copy_col = tid % kCopies, copy_row = tid / kCopies;
+  const bool copy_col_in = copy_col < d / 16;
+  const int copy_at = copy_row * D + RawChunk<D>(copy_row, copy_col) * 16;
+  const int64_t copy_src = copy_col_in ? static_cast<int64_t>(copy_row) * d + copy_col * 16 : 0;
+  const int32_t* slot_pages = kv.page_table + static_cast<int64_t>(slot) * kv.pages_per_slot;
+  auto page_of = [&](int kb) { return kb <= last ? __ldg(slot_pages + kb) : 0; };
+  auto load_raw = [&](int kb, int page) {
     if (kb <= last) {
       uint8_t* rk = raw + (kb % kRawStages) * RawPageBytes<D>();
-      const int page = kv.page_table[static_cast<int64_t>(slot) * kv.pages_per_slot + kb];
       const int64_t row0 = (static_cast<int64_t>(page) * hkv + kvh) * kPageSize;
-      const uint8_t* kc = static_cast<const uint8_t*>(kv.k_pages) + row0 * d;
-      const uint8_t* vc = static_cast<const uint8_t*>(kv.v_pages) + row0 * d;
-      for (int i = tid; i < kPageSize * kCopies; i += kThreads) {
-        const int r = i / kCopies, c = i - r * kCopies;
-        const int key = kb * kPageSize + r;
-        const bool valid = key >= begin && key < end && c < d / 16;
-        const int64_t src = valid ? static_cast<int64_t>(r) * d + c * 16 : 0;
-        const int at = r * D + RawChunk<D>(r, c) * 16;
-        CpAsync16Zfill(rk + at, kc + src, valid);
-        CpAsync16Zfill(rk + kPageSize * D + at, vc + src, valid);
-      }
-      float* sc = reinterpret_cast<float*>(rk + RawScalesAt<D>());
-      for (int i = tid; i < kPageSize / 2; i += kThreads) {  // 4 rows' scales at a time, K's then V's
-        const int which = i / (kPageSize / 4), r = (i - which * (kPageSize / 4)) * 4;
-        CpAsync16(sc + which * kPageSize + r, (which == 0 ? kv.k_scale : kv.v_scale) + row0 + r);
+      const int key0 = kb * kPageSize + copy_row;
+      const bool all_in = copy_col_in && key0 >= begin && key0 + kPageSize - kRowStep < end;
+#pragma unroll
+      for (int w = 0; w < 2; ++w) {  // K, then V
+        const uint8_t* base = static_cast<const uint8_t*>(w == 0 ? kv.k_pages : kv.v_pages) + row0 * d;
+        const uint8_t* src = base + copy_src;
+        uint8_t* dst = rk + w * kPageSize * D + copy_at;
+        if (all_in) {  // every row of this thread's copies is in the chunk
+#pragma unroll
+          for (int j = 0; j < kPageSize / kRowStep; ++j, src += kRowStep * d) CpAsync16(dst + j * kRowStep * D, src);
+        } else {
+#pragma unroll
+          for (int j = 0; j < kPageSize / kRowStep; ++j, src += kRowStep * d) {
+            const int key = key0 + j * kRowStep;
+            const bool valid = copy_col_in && key >= begin && key < end;
+            CpAsync16Zfill(dst + j * kRowStep * D, valid ? src : base, valid);
+          }
+        }
+        const int st = tid - w * (kPageSize / 4);  // 4 rows' scales a copy
+        if (st >= 0 && st < kPageSize / 4) {
+          float* sc = reinterpret_cast<float*>(rk + RawScalesAt<D>()) + w * kPageSize;
+          CpAsync16(sc + 4 * st, (w == 0 ? kv.k_scale : kv.v_scale) + row0 + 4 * st);
+        }
       }
     }
     CpAsyncCommit();
+  };
+  int page_next = 0;  // the number of the page that the loop loads next
+  auto load_first = [&]() {  // the prologue's page
+    load_raw(first, page_of(first));
+    page_next = page_of(first + 1);
   };
   // Page kb's K and V into buffer kb % kStages, zeros for keys outside the chunk (no NaN from stale bytes
   // reaches P V) and for columns past head_dim. One cp.async group per page, empty past the last page, so
@@ -197,8 +232,7 @@ __global__ void __launch_bounds__(kThreads)
     // copied in first, and a copy waits for everything before it), so their pages load before the wait;
     // the new key's row is patched in once prepared. The weights and RoPE's factors are ready before too.
     if constexpr (kF8) {
-#pragma unroll
-      for (int j = 0; j < kRawStages - 1; ++j) load_raw(first + j);
+      load_first();
     } else {
 #pragma unroll
       for (int j = 0; j < (kStages > 1 ? kStages - 1 : 1); ++j) load_page(first + j);
@@ -288,8 +322,7 @@ __global__ void __launch_bounds__(kThreads)
     }
     if constexpr (kF8) {  // Q as a group of its own: it is made f16 before the loop
       CpAsyncCommit();
-#pragma unroll
-      for (int j = 0; j < kRawStages - 1; ++j) load_raw(first + j);
+      load_first();
     } else {
 #pragma unroll
       for (int j = 0; j < kStages - 1; ++j) load_page(first + j);
@@ -335,10 +368,11 @@ __global__ void __launch_bounds__(kThreads)
   }
   for (int kb = first; kb <= last; ++kb) {
     if constexpr (kF8) {
-      static_assert(kRawStages >= 2, "a page in flight while one is computed on");
-      CpAsyncWait<kRawStages - 2>();  // page kb has landed
-      __syncthreads();                // for every thread; and every warp is done with page kb - 1's buffer,
-      load_raw(kb + kRawStages - 1);  // which takes this page
+      static_assert(kRawStages == 2, "one page in flight while one is computed on");
+      CpAsyncWait<0>();             // page kb has landed
+      __syncthreads();              // for every thread; and every warp is done with page kb - 1's buffer,
+      load_raw(kb + 1, page_next);  // which takes page kb + 1
+      page_next = page_of(kb + 2);  // for the next iteration
       uint8_t* rk = raw + (kb % kRawStages) * RawPageBytes<D>();
       if (owner && kb == pos / kPageSize) {  // the new key and value (written by the preparation) over the staged row
         const int r = pos % kPageSize;
@@ -401,7 +435,7 @@ __global__ void __launch_bounds__(kThreads)
           s[nt][2 + e] = (s[nt][2 + e] + s_odd[nt][2 + e]) * (kf[nt][e] * qf_b);
         }
       }
-      OnlineSoftmaxStep(s, o, m_run, l_run, scale_log2, [&](int nt, int e, bool) {
+      OnlineSoftmaxStep<kSkipUnitRescale>(s, o, m_run, l_run, scale_log2, [&](int nt, int e, bool) {
         const int key = kb * kPageSize + key0 + nt * 8 + 2 * t4 + e;
         return key >= begin && key < end;
       });
@@ -491,7 +525,7 @@ __global__ void __launch_bounds__(kThreads)
     }
 
     // Keys outside the chunk masked; online softmax (base-2 exponent; scale_log2 = scale * log2(e)).
-    OnlineSoftmaxStep(s, o, m_run, l_run, scale_log2, [&](int nt, int e, bool) {
+    OnlineSoftmaxStep<kSkipUnitRescale>(s, o, m_run, l_run, scale_log2, [&](int nt, int e, bool) {
       const int key = kb * kPageSize + key0 + nt * 8 + 2 * t4 + e;
       return key >= begin && key < end;
     });
@@ -511,8 +545,9 @@ __global__ void __launch_bounds__(kThreads)
   __syncthreads();   // every warp is done with the pages: their bytes take the partial results
 
   // The warps' partial results into shared memory (the tiles' bytes), then merged per (row, column).
-  float* po = reinterpret_cast<float*>(smem + QBytes<D>());  // [kWarps][kRows][D]
-  float* pm = po + kWarps * kRows * D;         // [kWarps][kRows]: running max (base 2)
+  constexpr int kPo = MergeStride<D>();
+  float* po = reinterpret_cast<float*>(smem + QBytes<D>());  // [kWarps][kRows][kPo]
+  float* pm = po + kWarps * kRows * kPo;       // [kWarps][kRows]: running max (base 2)
   float* pl = pm + kWarps * kRows;             // [kWarps][kRows]: sum
   float l_a = l_run[0], l_b = l_run[1];
 #pragma unroll
@@ -526,15 +561,13 @@ __global__ void __launch_bounds__(kThreads)
     pl[warp * kRows + g] = l_a;
     pl[warp * kRows + g + 8] = l_b;
   }
-  float* pw = po + warp * kRows * D;
+  float* pw = po + warp * kRows * kPo;
   const float of = kF8 ? v_ref : 1.0f;
 #pragma unroll
   for (int nd = 0; nd < D / 8; ++nd) {
-    const int col = kF8 ? VDim(nd / 8, nd % 8, 2 * t4) : nd * 8 + 2 * t4;
-    pw[g * D + col] = o[nd][0] * of;
-    pw[g * D + col + 1] = o[nd][1] * of;
-    pw[(g + 8) * D + col] = o[nd][2] * of;
-    pw[(g + 8) * D + col + 1] = o[nd][3] * of;
+    const int col = kF8 ? VDim(nd / 8, nd % 8, 2 * t4) : nd * 8 + 2 * t4;  // col + 1 holds the next one
+    *reinterpret_cast<float2*>(pw + g * kPo + col) = make_float2(o[nd][0] * of, o[nd][1] * of);
+    *reinterpret_cast<float2*>(pw + (g + 8) * kPo + col) = make_float2(o[nd][2] * of, o[nd][3] * of);
   }
   __syncthreads();
   // Splits with keys: all of them for the fused kernel (it returned for the empty ones), so with one such
@@ -555,7 +588,7 @@ __global__ void __launch_bounds__(kThreads)
     for (int w = 0; w < kWarps; ++w) {
       const float e = exp2f(pm[w * kRows + r] - m);  // 0 for a warp whose keys were all masked
       l += pl[w * kRows + r] * e;
-      acc += po[(w * kRows + r) * D + c] * e;
+      acc += po[(w * kRows + r) * kPo + c] * e;
     }
     if (kFused && live == 1) {
       store_out((head0 + r) * d + c, l > 0.0f ? acc / l : 0.0f);

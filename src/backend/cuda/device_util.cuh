@@ -202,8 +202,12 @@ __device__ __forceinline__ uint32_t PackBf16(float lo, float hi) {
 // flash and the decode kernels: keep(nt, e, row_b) says whether a score counts; kept ones are scaled by
 // scale_log2 (base-2 exponents), the others become -inf. Updates the two rows' running max m_run and this
 // thread's partial sums l_run (reduced over the lane quad at the end), turns s into the unnormalised
-// probabilities and rescales the output accumulators o.
-template <int NT, int NO, typename Keep>
+// probabilities and rescales the output accumulators o. kSkipUnit: the whole warp skips the rescale when
+// no row's factor differs from 1, as it does once the running maxima settle (most tiles of a long
+// context; multiplying by 1 changes nothing, so the skip is exact). The vote costs registers (8 in the
+// bf16 decode kernel at head_dim 128, a block per SM fewer), so kernels whose residency is bound by
+// registers go without it.
+template <bool kSkipUnit = false, int NT, int NO, typename Keep>
 __device__ __forceinline__ void OnlineSoftmaxStep(float (&s)[NT][4], float (&o)[NO][4], float (&m_run)[2],
                                                   float (&l_run)[2], float scale_log2, Keep keep) {
   float mx_a = -INFINITY, mx_b = -INFINITY;
@@ -240,12 +244,14 @@ __device__ __forceinline__ void OnlineSoftmaxStep(float (&s)[NT][4], float (&o)[
   }
   l_run[0] = l_run[0] * alpha_a + sum_a;
   l_run[1] = l_run[1] * alpha_b + sum_b;
+  if (!kSkipUnit || __any_sync(0xffffffffu, alpha_a != 1.0f || alpha_b != 1.0f)) {
 #pragma unroll
-  for (int i = 0; i < NO; ++i) {
-    o[i][0] *= alpha_a;
-    o[i][1] *= alpha_a;
-    o[i][2] *= alpha_b;
-    o[i][3] *= alpha_b;
+    for (int i = 0; i < NO; ++i) {
+      o[i][0] *= alpha_a;
+      o[i][1] *= alpha_a;
+      o[i][2] *= alpha_b;
+      o[i][3] *= alpha_b;
+    }
   }
 }
 
