@@ -9,6 +9,8 @@
 # carried folders hold 64 MiB in all), then carry .deps:
 #   git archive --format=tar.gz -o .deps/base.tar.gz REV -- . ':!models' ':!tests/fixtures'
 #   bash bench/cuda/ab_run.sh gemvbench qbench      (the same environment variables as device_run.sh)
+# $AB_MORE: more archives made the same way (say, of parked commits), as more1, more2, ...: each built beside
+# the two and run after them in every round, and summarised against the base after the test tree.
 set -uo pipefail
 ROOT=$PWD
 OUT=${OUT:-/tmp/infernix-out}
@@ -23,13 +25,25 @@ if (($# == 0)); then
   echo "usage: bench/cuda/ab_run.sh STEP... (device_run.sh's steps)" >&2
   exit 2
 fi
+read -r -a more <<< "${AB_MORE:-}"
+sides="base test"
+for i in "${!more[@]}"; do
+  [ -f "${more[$i]}" ] || { echo "ab_run.sh: AB_MORE: no archive ${more[$i]}" >&2; exit 2; }
+  sides="$sides more$((i + 1))"
+done
+jobs=$(( 16 / (2 + ${#more[@]}) ))
+((jobs < 4)) && jobs=4
 mkdir -p "$OUT"
 echo "== building the baseline and the tree under test"
-SRC_TAR=$DEPS/base.tar.gz BUILD=/tmp/build-base OUT=$OUT/base-build JOBS=8 \
+SRC_TAR=$DEPS/base.tar.gz BUILD=/tmp/build-base OUT=$OUT/base-build JOBS=$jobs \
   BUILD_ONLY=1 bash "$RUN" "$@" > "$OUT/base-build.txt" 2>&1 &
-OUT=$OUT/test-build JOBS=8 BUILD_ONLY=1 bash "$RUN" "$@" > "$OUT/test-build.txt" 2>&1 &
+OUT=$OUT/test-build JOBS=$jobs BUILD_ONLY=1 bash "$RUN" "$@" > "$OUT/test-build.txt" 2>&1 &
+for i in "${!more[@]}"; do
+  SRC_TAR=${more[$i]} BUILD=/tmp/build-more$((i + 1)) OUT=$OUT/more$((i + 1))-build JOBS=$jobs \
+    BUILD_ONLY=1 bash "$RUN" "$@" > "$OUT/more$((i + 1))-build.txt" 2>&1 &
+done
 wait
-for side in base test; do
+for side in $sides; do
   echo "-- $side"
   grep -E "^build:|error|FAILED" "$OUT/$side-build.txt" | head -20
 done
@@ -39,7 +53,16 @@ for round in $(seq 1 "${AB_ROUNDS:-2}"); do
     bash "$RUN" "$@" 2>&1 | grep -v "^== build\|^build:"
   echo "== round $round: test"
   OUT=$OUT/test-$round bash "$RUN" "$@" 2>&1 | grep -v "^== build\|^build:"
+  for i in "${!more[@]}"; do
+    echo "== round $round: more$((i + 1))"
+    SRC_TAR=${more[$i]} BUILD=/tmp/build-more$((i + 1)) OUT=$OUT/more$((i + 1))-$round \
+      bash "$RUN" "$@" 2>&1 | grep -v "^== build\|^build:"
+  done
 done | tee "$OUT/rounds.txt"
-# Base and test side by side (GPU busy and step time per decode step, tok/s, gemv_bench's passes).
+# Base and test side by side (GPU busy and step time per decode step, tok/s, gemv_bench's passes), then each
+# of AB_MORE's trees against the base.
 echo "== summary"
 python3 "$ROOT/bench/cuda/ab_summary.py" "$OUT/rounds.txt" | tee "$OUT/summary.txt"
+for side in $sides; do
+  case $side in more*) python3 "$ROOT/bench/cuda/ab_summary.py" --test "$side" "$OUT/rounds.txt" | tee -a "$OUT/summary.txt" ;; esac
+done

@@ -1,18 +1,19 @@
 """Summarises bench/cuda/ab_run.sh's output: one row per measurement, base and test side by side.
 
-Reads the rounds ("== round N: base|test") and in them the decode steps of `infernix bench` (GPU busy and
+Reads the rounds ("== round N: SIDE": base, test, and the more1, more2, ... of ab_run.sh's AB_MORE) and in them the decode steps of `infernix bench` (GPU busy and
 step time per step, and tokens/s, for each model line, test name and batch; with --depth the depth), the
 chains and passes of gemv_bench (us) and trace_summary.py's table (the step span, and each kernel's cost
 per step, us). Prints, per row, each round's values and the ratio of the
-medians (test / base: below 1 is faster for times, above 1 for tokens/s).
+medians (test / base: below 1 is faster for times, above 1 for tokens/s). --test SIDE compares another side
+with the base instead of the test tree's (the other sides' lines are left out).
 
-  python3 bench/cuda/ab_summary.py AB_OUTPUT
+  python3 bench/cuda/ab_summary.py [--test SIDE] AB_OUTPUT
 """
 import re
 import statistics
 import sys
 
-ROUND = re.compile(r"^== round (\d+): (base|test)")
+ROUND = re.compile(r"^== round (\d+): (\w+)")
 MODEL = re.compile(r"^model: (\S+), (\d+) layers.*\(dummy (\S+) weights\)")
 BUSY = re.compile(r"^(tg\d+) batch (\d+): .*GPU busy ([\d.]+) ms of ([\d.]+) ms per step")
 PREFILLED = re.compile(r"^tg\d+ batch \d+: context of (\d+) tokens prefilled")
@@ -23,8 +24,8 @@ TRACE_HEAD = re.compile(r"^(\d+) steps of (\d+) kernels .*span per step ([\d.]+)
 TRACE_ROW = re.compile(r"^(\S.*?)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)$")
 
 
-def parse(lines):
-    """{key: {"base": [values by round], "test": [...]}}, keys in first-seen order."""
+def parse(lines, test="test"):
+    """{key: {"base": [values by round], "test": [...]}} (test: the side named so), keys in first-seen order."""
     rows = {}
     side = None
     model = gemv = ""
@@ -34,7 +35,7 @@ def parse(lines):
         line = line.rstrip("\n")
         m = ROUND.match(line)
         if m:
-            side = m.group(2)
+            side = "base" if m.group(2) == "base" else "test" if m.group(2) == test else None
             model = gemv = ""
             continue
         if side is None:
@@ -73,18 +74,24 @@ def parse(lines):
 
 
 def main():
-    with open(sys.argv[1]) as f:
-        rows = parse(f)
+    args = sys.argv[1:]
+    test = "test"
+    if len(args) == 3 and args[0] == "--test":
+        test, args = args[1], args[2:]
+    if len(args) != 1:
+        sys.exit("usage: ab_summary.py [--test SIDE] AB_OUTPUT")
+    with open(args[0]) as f:
+        rows = parse(f, test)
     if not rows:
         print("ab_summary: no rounds found")
         return
-    print(f"{'measurement':58s} {'unit':11s} {'base':>21s} {'test':>21s} {'test/base':>9s}")
+    print(f"{'measurement':58s} {'unit':11s} {'base':>21s} {test:>21s} {test[:4] + '/base':>9s}")
     for (what, unit), v in rows.items():
-        base, test = v["base"], v["test"]
-        ratio = (f"{statistics.median(test) / statistics.median(base):9.3f}"
-                 if base and test and statistics.median(base) else f"{'':9s}")
+        b, t = v["base"], v["test"]
+        ratio = (f"{statistics.median(t) / statistics.median(b):9.3f}"
+                 if b and t and statistics.median(b) else f"{'':9s}")
         fmt = lambda xs: " ".join(f"{x:.3f}" if x < 100 else f"{x:.1f}" for x in xs)
-        print(f"{what[:58]:58s} {unit:11s} {fmt(base):>21s} {fmt(test):>21s} {ratio}")
+        print(f"{what[:58]:58s} {unit:11s} {fmt(b):>21s} {fmt(t):>21s} {ratio}")
 
 
 if __name__ == "__main__":
