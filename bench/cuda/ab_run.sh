@@ -31,7 +31,7 @@ for i in "${!more[@]}"; do
   [ -f "${more[$i]}" ] || { echo "ab_run.sh: AB_MORE: no archive ${more[$i]}" >&2; exit 2; }
   sides="$sides more$((i + 1))"
 done
-jobs=$(( 16 / (2 + ${#more[@]}) ))
+jobs=$(( $(nproc) / (2 + ${#more[@]}) ))  # the machine's cores shared by the trees' builds
 ((jobs < 4)) && jobs=4
 mkdir -p "$OUT"
 echo "== building the baseline and the tree under test"
