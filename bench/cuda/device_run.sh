@@ -45,7 +45,8 @@
 #             $TRACE_MODEL config (default qwen3-next-80b-a3b), $TRACE_ARGS added to the bench command
 #             (default "--num-layers 24"), $TRACE_TAG names the logs; the CSV stays in /tmp. A prefill
 #             instead: TRACE_BENCH="-p 8192 -n 1 -b 1 -r 1" TRACE_SUMMARY=--longest (default "-p 1 -n 32
-#             -b 1 -r 1" and the decode steps)
+#             -b 1 -r 1" and the decode steps); with a long context (-d in $TRACE_ARGS) the prefill's bursts
+#             can outnumber the decode steps: TRACE_SUMMARY=--last takes the count of the last burst
 #   sanitize  compute-sanitizer memcheck over the gpu tests
 #   racecheck compute-sanitizer racecheck (shared-memory hazards) over the op tests; set GTEST_FILTER to the
 #             kernels at hand: it is slow

@@ -2,12 +2,15 @@
 
 The kernels are split into bursts wherever the GPU idles longer than --gap microseconds (the host's time
 between decode steps); the bursts with the most common kernel count among the long ones are the decode
-steps, of which the first --skip are dropped (warm-up). Within a step, a kernel's cost is how much later it
+steps (--last: the count of the last long burst, for runs whose prefill of a long context (-d) leaves more
+bursts of one count than there are decode steps; --count N: that count), of which the first --skip are
+dropped (warm-up). Bursts of nothing but the dummy weights' fill kernels never count. Within a step, a kernel's cost is how much later it
 ends than every kernel before it (with programmatic launches it starts while the previous one runs, so
 its duration overstates it): the costs of a step add up to its span. Printed per kernel name: launches,
 cost and duration per step (microseconds), and the span of a step.
 
     python3 bench/cuda/trace_summary.py trace.csv [--gap 20] [--skip 2] [--top 30] [--min 8] [--order] [--longest]
+        [--last | --count N]
 
 --min sets how many kernels a burst needs to count as long (raise it past the loading's bursts, e.g. the
 dummy FP8 weights' three kernels per tensor, when those outnumber the decode steps).
@@ -50,6 +53,11 @@ def bursts(kernels, gap_ns):
     return out
 
 
+def is_fill(burst):
+    """A burst of the dummy weights' fill kernels only (made at load, never part of a step)."""
+    return all(name.startswith("Dummy") for _, _, name in burst)
+
+
 def span(burst):
     return max(k[1] for k in burst) - burst[0][0]
 
@@ -73,16 +81,24 @@ def main(argv):
     ap.add_argument("--min", type=int, default=8, help="kernels a burst needs to count as long")
     ap.add_argument("--order", action="store_true", help="the last step's kernels in order")
     ap.add_argument("--longest", action="store_true", help="the burst with the longest span (a prefill)")
+    pick = ap.add_mutually_exclusive_group()
+    pick.add_argument("--last", action="store_true", help="decode steps: the kernel count of the last long burst")
+    pick.add_argument("--count", type=int, help="decode steps: bursts of this many kernels")
     a = ap.parse_args(argv)
     all_bursts = bursts(read_kernels(a.csv), a.gap * 1e3)
-    long_ones = [b for b in all_bursts if len(b) >= a.min]
+    long_ones = [b for b in all_bursts if len(b) >= a.min and not is_fill(b)]
     if not long_ones:
         sys.exit(f"{a.csv}: no burst of {a.min} kernels or more")
     if a.longest:
         steps = [max(long_ones, key=span)]
         count = len(steps[0])
     else:
-        count = collections.Counter(len(b) for b in long_ones).most_common(1)[0][0]
+        if a.count is not None:
+            count = a.count
+        elif a.last:
+            count = len(long_ones[-1])
+        else:
+            count = collections.Counter(len(b) for b in long_ones).most_common(1)[0][0]
         steps = [b for b in long_ones if len(b) == count][a.skip:]
     if not steps:
         sys.exit(f"{a.csv}: no decode steps left after skipping {a.skip}")
