@@ -11,6 +11,10 @@
 #   bash bench/cuda/ab_run.sh gemvbench qbench      (the same environment variables as device_run.sh)
 # $AB_MORE: more archives made the same way (say, of parked commits), as more1, more2, ...: each built beside
 # the two and run after them in every round, and summarised against the base after the test tree.
+# $AB_PATCHES: patches (`git diff` output, carried in .deps/patches) that bench/cuda/patch_archive.sh applies
+# to copies of the working tree here, as further trees after AB_MORE's (a few KB each instead of an archive):
+#   git diff main parked/BRANCH -- src bench > .deps/patches/x.patch
+#   AB_PATCHES=".deps/patches/x.patch" bash bench/cuda/ab_run.sh ops runs
 set -uo pipefail
 ROOT=$PWD
 OUT=${OUT:-/tmp/infernix-out}
@@ -26,6 +30,12 @@ if (($# == 0)); then
   exit 2
 fi
 read -r -a more <<< "${AB_MORE:-}"
+read -r -a patches <<< "${AB_PATCHES:-}"
+for p in "${patches[@]}"; do
+  archive=/tmp/ab-patch-$(basename "$p" .patch).tar.gz
+  bash "$ROOT/bench/cuda/patch_archive.sh" "$p" "$archive" || exit 2
+  more+=("$archive")
+done
 sides="base test"
 for i in "${!more[@]}"; do
   [ -f "${more[$i]}" ] || { echo "ab_run.sh: AB_MORE: no archive ${more[$i]}" >&2; exit 2; }
