@@ -15,6 +15,8 @@
 # to copies of the working tree here, as further trees after AB_MORE's (a few KB each instead of an archive):
 #   git diff main parked/BRANCH -- src bench > .deps/patches/x.patch
 #   AB_PATCHES=".deps/patches/x.patch" bash bench/cuda/ab_run.sh ops runs
+# $AB_CHECKS: device_run.sh steps (e.g. "models ops", with GTEST_FILTER for ops) that run once per tree other
+# than the base, after the builds and before the rounds; only those trees build their binaries.
 set -uo pipefail
 ROOT=$PWD
 OUT=${OUT:-/tmp/infernix-out}
@@ -31,6 +33,7 @@ if (($# == 0)); then
 fi
 read -r -a more <<< "${AB_MORE:-}"
 read -r -a patches <<< "${AB_PATCHES:-}"
+read -r -a checks <<< "${AB_CHECKS:-}"
 for p in "${patches[@]}"; do
   archive=/tmp/ab-patch-$(basename "$p" .patch).tar.gz
   bash "$ROOT/bench/cuda/patch_archive.sh" "$p" "$archive" || exit 2
@@ -47,16 +50,26 @@ mkdir -p "$OUT"
 echo "== building the baseline and the tree under test"
 SRC_TAR=$DEPS/base.tar.gz BUILD=/tmp/build-base OUT=$OUT/base-build JOBS=$jobs \
   BUILD_ONLY=1 bash "$RUN" "$@" > "$OUT/base-build.txt" 2>&1 &
-OUT=$OUT/test-build JOBS=$jobs BUILD_ONLY=1 bash "$RUN" "$@" > "$OUT/test-build.txt" 2>&1 &
+OUT=$OUT/test-build JOBS=$jobs BUILD_ONLY=1 bash "$RUN" "$@" "${checks[@]}" > "$OUT/test-build.txt" 2>&1 &
 for i in "${!more[@]}"; do
   SRC_TAR=${more[$i]} BUILD=/tmp/build-more$((i + 1)) OUT=$OUT/more$((i + 1))-build JOBS=$jobs \
-    BUILD_ONLY=1 bash "$RUN" "$@" > "$OUT/more$((i + 1))-build.txt" 2>&1 &
+    BUILD_ONLY=1 bash "$RUN" "$@" "${checks[@]}" > "$OUT/more$((i + 1))-build.txt" 2>&1 &
 done
 wait
 for side in $sides; do
   echo "-- $side"
   grep -E "^build:|error|FAILED" "$OUT/$side-build.txt" | head -20
 done
+if ((${#checks[@]} > 0)); then
+  echo "== checks: ${checks[*]}"
+  echo "-- test"
+  OUT=$OUT/test-checks bash "$RUN" "${checks[@]}" 2>&1 | grep -vE "^== (build|configure)|^build:|metric"
+  for i in "${!more[@]}"; do
+    echo "-- more$((i + 1))"
+    SRC_TAR=${more[$i]} BUILD=/tmp/build-more$((i + 1)) OUT=$OUT/more$((i + 1))-checks bash "$RUN" "${checks[@]}" 2>&1 |
+      grep -vE "^== (build|configure)|^build:|metric"
+  done
+fi
 for round in $(seq 1 "${AB_ROUNDS:-2}"); do
   echo "== round $round: base"
   SRC_TAR=$DEPS/base.tar.gz BUILD=/tmp/build-base OUT=$OUT/base-$round \
