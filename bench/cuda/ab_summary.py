@@ -1,7 +1,8 @@
 """Summarises bench/cuda/ab_run.sh's output: one row per measurement, base and test side by side.
 
 Reads the rounds ("== round N: SIDE": base, test, and the more1, more2, ... of ab_run.sh's AB_MORE) and in them the decode steps of `infernix bench` (GPU busy and
-step time per step, and tokens/s, for each model line, test name and batch; with --depth the depth), the
+step time per step, and tokens/s, for each model line (with its KV cache type where that is not the
+activations', so that runs differing only in --kv-cache-dtype stay apart), test name and batch; with --depth the depth), the
 chains and passes of gemv_bench (us) and trace_summary.py's table (the step span, and each kernel's cost
 per step, us). Prints, per row, each round's values and the ratio of the
 medians (test / base: below 1 is faster for times, above 1 for tokens/s). --test SIDE compares another side
@@ -14,7 +15,7 @@ import statistics
 import sys
 
 ROUND = re.compile(r"^== round (\d+): (\w+)")
-MODEL = re.compile(r"^model: (\S+), (\d+) layers.*\(dummy (\S+) weights\)")
+MODEL = re.compile(r"^model: (\S+), (\d+) layers.*\(dummy (\S+) weights\)(?:.*; KV cache (\w+))?")
 BUSY = re.compile(r"^(tg\d+) batch (\d+): .*GPU busy ([\d.]+) ms of ([\d.]+) ms per step")
 PREFILLED = re.compile(r"^tg\d+ batch \d+: context of (\d+) tokens prefilled")
 TOKS = re.compile(r"^\| (tg\d+(?: @ d\d+)?|pp\d+) \| (\d+) \| ([\d.]+) \|")
@@ -56,7 +57,9 @@ def parse(lines, test="test"):
                 continue
             trace = False
         if m := MODEL.match(line):
-            model, gemv = f"{m.group(1)} {m.group(2)}L {m.group(3)}", ""
+            # The KV cache's type where it is not the activations' (runs that differ only in it are apart).
+            kv = f" kv {m.group(4)}" if m.group(4) and m.group(4) not in ("bf16", "f32", "f16") else ""
+            model, gemv = f"{m.group(1)} {m.group(2)}L {m.group(3)}{kv}", ""
         elif m := GEMV_HEAD.match(line):
             gemv, model = f"gemv {m.group(2)} x{m.group(1)}", ""
         elif m := PREFILLED.match(line):
