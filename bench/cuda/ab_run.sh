@@ -46,14 +46,22 @@ for i in "${!more[@]}"; do
 done
 jobs=$(( $(nproc) / (2 + ${#more[@]}) ))  # the machine's cores shared by the trees' builds
 ((jobs < 4)) && jobs=4
+# device_run.sh with a side's tree and build folder, its logs under $OUT/NAME: run_side SIDE NAME STEP...
+run_side() {
+  local side=$1 name=$2
+  shift 2
+  case $side in
+    base) SRC_TAR=$DEPS/base.tar.gz BUILD=/tmp/build-base OUT=$OUT/$name bash "$RUN" "$@" ;;
+    test) OUT=$OUT/$name bash "$RUN" "$@" ;;  # the working tree, or .deps/src.tar.gz
+    *) SRC_TAR=${more[${side#more} - 1]} BUILD=/tmp/build-$side OUT=$OUT/$name bash "$RUN" "$@" ;;
+  esac
+}
 mkdir -p "$OUT"
 echo "== building the baseline and the tree under test"
-SRC_TAR=$DEPS/base.tar.gz BUILD=/tmp/build-base OUT=$OUT/base-build JOBS=$jobs \
-  BUILD_ONLY=1 bash "$RUN" "$@" > "$OUT/base-build.txt" 2>&1 &
-OUT=$OUT/test-build JOBS=$jobs BUILD_ONLY=1 bash "$RUN" "$@" "${checks[@]}" > "$OUT/test-build.txt" 2>&1 &
-for i in "${!more[@]}"; do
-  SRC_TAR=${more[$i]} BUILD=/tmp/build-more$((i + 1)) OUT=$OUT/more$((i + 1))-build JOBS=$jobs \
-    BUILD_ONLY=1 bash "$RUN" "$@" "${checks[@]}" > "$OUT/more$((i + 1))-build.txt" 2>&1 &
+for side in $sides; do
+  extra=()
+  [ "$side" = base ] || extra=("${checks[@]}")
+  JOBS=$jobs BUILD_ONLY=1 run_side "$side" "$side-build" "$@" "${extra[@]}" > "$OUT/$side-build.txt" 2>&1 &
 done
 wait
 for side in $sides; do
@@ -62,24 +70,16 @@ for side in $sides; do
 done
 if ((${#checks[@]} > 0)); then
   echo "== checks: ${checks[*]}"
-  echo "-- test"
-  OUT=$OUT/test-checks bash "$RUN" "${checks[@]}" 2>&1 | grep -vE "^== (build|configure)|^build:|metric"
-  for i in "${!more[@]}"; do
-    echo "-- more$((i + 1))"
-    SRC_TAR=${more[$i]} BUILD=/tmp/build-more$((i + 1)) OUT=$OUT/more$((i + 1))-checks bash "$RUN" "${checks[@]}" 2>&1 |
-      grep -vE "^== (build|configure)|^build:|metric"
+  for side in $sides; do
+    [ "$side" = base ] && continue
+    echo "-- $side"
+    run_side "$side" "$side-checks" "${checks[@]}" 2>&1 | grep -vE "^== (build|configure)|^build:|metric"
   done
 fi
 for round in $(seq 1 "${AB_ROUNDS:-2}"); do
-  echo "== round $round: base"
-  SRC_TAR=$DEPS/base.tar.gz BUILD=/tmp/build-base OUT=$OUT/base-$round \
-    bash "$RUN" "$@" 2>&1 | grep -v "^== build\|^build:"
-  echo "== round $round: test"
-  OUT=$OUT/test-$round bash "$RUN" "$@" 2>&1 | grep -v "^== build\|^build:"
-  for i in "${!more[@]}"; do
-    echo "== round $round: more$((i + 1))"
-    SRC_TAR=${more[$i]} BUILD=/tmp/build-more$((i + 1)) OUT=$OUT/more$((i + 1))-$round \
-      bash "$RUN" "$@" 2>&1 | grep -v "^== build\|^build:"
+  for side in $sides; do
+    echo "== round $round: $side"
+    run_side "$side" "$side-$round" "$@" 2>&1 | grep -v "^== build\|^build:"
   done
 done | tee "$OUT/rounds.txt"
 # Base and test side by side (GPU busy and step time per decode step, tok/s, gemv_bench's passes), then each

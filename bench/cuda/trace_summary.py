@@ -93,12 +93,8 @@ def main(argv):
         steps = [max(long_ones, key=span)]
         count = len(steps[0])
     else:
-        if a.count is not None:
-            count = a.count
-        elif a.last:
-            count = len(long_ones[-1])
-        else:
-            count = collections.Counter(len(b) for b in long_ones).most_common(1)[0][0]
+        count = (a.count if a.count is not None else len(long_ones[-1]) if a.last else
+                 collections.Counter(len(b) for b in long_ones).most_common(1)[0][0])
         steps = [b for b in long_ones if len(b) == count][a.skip:]
     if not steps:
         sys.exit(f"{a.csv}: no decode steps left after skipping {a.skip}")
