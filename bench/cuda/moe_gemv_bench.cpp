@@ -39,7 +39,7 @@ struct Options {
   std::string tokens = "1,8";
   int layers = 8, reps = 10;
   int64_t experts = 512, hidden = 2048, inter = 512, top_k = 10;
-  bool shared = true, norm = false;
+  bool shared = true, norm = false, early = true;
 };
 
 // One layer's expert weights: n_experts (+ 1 shared) experts' gate, up and down, in one buffer, and the
@@ -137,14 +137,14 @@ int Run(const Options& o) {
       x(static_cast<size_t>(max_n * o.hidden) * 2, "x"), act(static_cast<size_t>(max_n * (o.top_k + 1) * o.inter) * 2, "act"),
       out(x.size_bytes(), "out"), residual(x.size_bytes(), "residual"), normed(x.size_bytes(), "normed"),
       norm_w(static_cast<size_t>(o.hidden) * 2, "norm weight"),
-      ss(static_cast<size_t>(max_n * ((o.hidden + 15) / 16)) * 4, "sums of squares"), counter(4, "counter");
+      ss(static_cast<size_t>(max_n * ((o.hidden + 15) / 16)) * 4, "sums of squares"), counter(12, "counters");
   INFX_CUDA_CHECK(cudaMemcpyAsync(ids_d.data(), ids.data(), ids_d.size_bytes(), cudaMemcpyHostToDevice, s));
   INFX_CUDA_CHECK(cudaMemcpyAsync(w_d.data(), w.data(), w_d.size_bytes(), cudaMemcpyHostToDevice, s));
   INFX_CUDA_CHECK(cudaMemcpyAsync(logit_d.data(), logit.data(), logit_d.size_bytes(), cudaMemcpyHostToDevice, s));
   cuda::LaunchDummyBf16(s, x.data(), max_n * o.hidden, 1, 1.0f);
   cuda::LaunchDummyBf16(s, residual.data(), max_n * o.hidden, 2, 1.0f);
   cuda::LaunchDummyBf16(s, norm_w.data(), o.hidden, 3, 1.0f);
-  INFX_CUDA_CHECK(cudaMemsetAsync(counter.data(), 0, 4, s));
+  INFX_CUDA_CHECK(cudaMemsetAsync(counter.data(), 0, counter.size_bytes(), s));
   INFX_CUDA_CHECK(cudaStreamSynchronize(s));
 
 
@@ -174,7 +174,7 @@ int Run(const Options& o) {
                             static_cast<const int32_t*>(ids_d.data()),
                             o.shared ? static_cast<const float*>(logit_d.data()) : nullptr, n,
                             static_cast<int32_t>(o.top_k), layer[static_cast<size_t>(l)].ex, act.data(), out.data(),
-                            res);
+                            res, o.early ? static_cast<int32_t*>(counter.data()) + 1 : nullptr);
       }
     };
     const double ms = bench::GraphMedianMs(s, o.reps, experts) / layers;
@@ -201,6 +201,9 @@ int main(int argc, char** argv) {
   app.add_option("--hidden", o.hidden, "Hidden size")->capture_default_str();
   app.add_option("--intermediate", o.inter, "Expert intermediate size")->capture_default_str();
   app.add_flag("!--no-shared", o.shared, "No shared expert");
+  app.add_flag("!--no-early-loads", o.early,
+               "The down kernel waits for the up kernel before it reads the routing (else its blocks that find "
+               "the routing published load their first weights before they wait)");
   app.add_flag("--norm", o.norm, "The residual add and the RMSNorm of the sum as the down pass's epilogue");
   CLI11_PARSE(app, argc, argv);
   try {

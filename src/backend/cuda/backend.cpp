@@ -88,7 +88,7 @@ CudaBackend::CudaBackend(const CudaOptions& options)
   cuda::ConfigureMoeGrouped(smem_optin_);
   cuda::ConfigureGdnKernels(smem_optin_);
   cuda::ConfigureGemv(smem_optin_);
-  gemv_counter_ = cuda::DeviceBuffer(3 * sizeof(int32_t), "GEMV block counters");
+  gemv_counter_ = cuda::DeviceBuffer(5 * sizeof(int32_t), "GEMV block counters");
   INFX_CUDA_CHECK(cudaMemset(gemv_counter_.data(), 0, gemv_counter_.size_bytes()));
   gemv_sums_ = cuda::DeviceBuffer(kGemvSumsCapacity * sizeof(float), "GEMV sums of squares");
   gdn_sums_ = cuda::DeviceBuffer(cuda::kGdnFusedMaxRows * 32 * sizeof(float), "DeltaNet norm sums");
@@ -192,7 +192,7 @@ void CudaBackend::FlushPending() {
     case Pending::kMoe: {
       const PendingMoe& m = pending_moe_;
       recorder_.Launch(cuda::LaunchMoeGemv, m.x, m.weights, m.ids, m.shared_logit, m.n, m.top_k, m.table, m.act,
-                       m.out.data, m.res);
+                       m.out.data, m.res, static_cast<int32_t*>(gemv_counter_.data()) + 3);
       break;
     }
     case Pending::kNorm:

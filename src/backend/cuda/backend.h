@@ -290,7 +290,8 @@ class CudaBackend final : public Backend {
   void LaunchHeldDeltaRule(const cuda::GdnDecodeFusion* norm);
   // Zero-initialised ints through which the blocks of a GEMV elect the one that finishes a fused op (left at
   // zero by it): [0] the norm prologue (cuda::GemvPrologue), [1] the norm after the residual epilogue
-  // (cuda::GemvResidual), [2] the MoE routing after the router (cuda::GemvRouting).
+  // (cuda::GemvResidual), [2] the MoE routing after the router (cuda::GemvRouting); and [3], [4] the
+  // decode experts' pair numbers (cuda::LaunchMoeGemv's sync).
   cuda::DeviceBuffer gemv_counter_;
   cuda::GemvTail gemv_tail_{};  // of the pending GEMV group
   // The sums of squares per token and 16-row tile that a GEMV with a residual epilogue leaves for the

@@ -129,6 +129,18 @@ __device__ __forceinline__ bool LastBlockToArrive(int32_t* counter, int blocks) 
   return last != 0;
 }
 
+// A flag between kernels that may run at the same time (programmatic launches): the store publishes every
+// write this thread has seen before it (a release at GPU scope), and a load that returns it makes them
+// visible to the loading thread (an acquire).
+__device__ __forceinline__ void StoreRelease(int32_t* p, int32_t v) {
+  asm volatile("st.release.gpu.global.s32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
+}
+__device__ __forceinline__ int32_t LoadAcquire(const int32_t* p) {
+  int32_t v = 0;
+  asm volatile("ld.acquire.gpu.global.s32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
 // Lets the next kernel, when launched as a programmatic dependent (LaunchDependent, the GEMVs), start
 // early; it waits for this one's results itself (WaitForPrevious). No-op before sm_90.
 __device__ __forceinline__ void AllowDependentLaunch() {

@@ -460,6 +460,14 @@ void ConfigureQuantMoeMma(size_t max_smem_optin);
 // res: the residual add after
 // the experts (and the norm of the sum) as the down kernel's epilogue, as GemvResidual says for the GEMV
 // (out is the product), or none (res.out null).
+// sync: two zero-initialised ints only these kernels use, or nullptr. With them, the up kernel's first routed
+// block numbers the pair at its start (sync[0] += 1, before it lets the down kernel start) and, once it has
+// waited for the routing, stores that number in sync[1]; the down kernel's blocks that find sync[1] equal to
+// sync[0] read the expert ids and issue their first weight loads before they wait for the up kernel (blocks
+// that start on SMs the up kernel has left). Why a number and not a flag: each kernel may start as soon as
+// every block of the one before it has, so at small grids a pair's kernels can run beside the previous
+// pair's, whose up kernel may publish its routing late. A down block reads both before it lets the next
+// kernel start, so no later pair has numbered itself yet.
 // Every token's routed slots are work items of their own and the down pass runs per token, so a token's
 // result does not depend on the others in the batch; the shared expert takes the tokens 8 at a time (the
 // mma's columns), which changes nothing per column either. Up to 15 tokens: from 16 the grouped GEMM
@@ -469,7 +477,8 @@ constexpr int kMoeGemvTokenGroup = 8;
 constexpr int kMoeGemvMaxSlots = 33;
 bool MoeGemvFits(int64_t n, int32_t top_k, bool shared, const ExpertTable& ex);
 void LaunchMoeGemv(cudaStream_t s, const void* x, const float* weights, const int32_t* ids, const float* shared_logit,
-                   int64_t n, int32_t top_k, ExpertTable ex, void* act, void* out, GemvResidual res);
+                   int64_t n, int32_t top_k, ExpertTable ex, void* act, void* out, GemvResidual res,
+                   int32_t* sync);
 
 // ---- sampling-side reductions (sampling.cu); logits f32 [rows, cols] ----
 void LaunchArgmaxRows(cudaStream_t s, const float* logits, int64_t rows, int64_t cols, int32_t* ids);

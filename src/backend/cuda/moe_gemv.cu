@@ -53,6 +53,7 @@ struct MoeGemvArgs {
   bf16* act;  // [n * S, inter]
   bf16* out;  // [n, hidden]
   GemvResidual res;
+  int32_t* sync;  // or nullptr: [0] the pairs' sequence number, [1] the last one to have seen its routing
 };
 
 // The routing weight of slot j of token t.
@@ -175,7 +176,6 @@ __device__ __forceinline__ void RowsProduct(int steps, int warp, int t, bool use
 // Held to 2 blocks per SM (128 registers).
 template <int W, int kU, int kVec>
 __global__ void __launch_bounds__(32 * kWarps, 2) MoeGemvUpKernel(MoeGemvArgs a) {
-  AllowDependentLaunch();
   __shared__ float partial[kWarps][4][32];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   const int hidden = static_cast<int>(a.ex.hidden), inter = static_cast<int>(a.ex.inter);
@@ -188,6 +188,16 @@ __global__ void __launch_bounds__(32 * kWarps, 2) MoeGemvUpKernel(MoeGemvArgs a)
   // (from L2 the second time).
   const int groups = (a.n + kMoeGemvTokenGroup - 1) / kMoeGemvTokenGroup;
   const int shared_items = a.slots > a.top_k ? groups * row_tiles : 0;
+  // The first routed item publishes the routing to the down kernel (kernels.h, LaunchMoeGemv's sync): it
+  // numbers this pair before this kernel lets the down kernel start, and stores the number in sync[1] once
+  // it has seen the routing.
+  const bool publisher = a.sync != nullptr && item == shared_items && threadIdx.x == 0;
+  int32_t pair = 0;
+  if (publisher) {
+    pair = atomicAdd(a.sync, 1) + 1;
+    __threadfence();
+  }
+  AllowDependentLaunch();
   const bool shared = item < shared_items;
   int tok0, n_tok, j, local;
   if (!shared) {
@@ -211,6 +221,7 @@ __global__ void __launch_bounds__(32 * kWarps, 2) MoeGemvUpKernel(MoeGemvArgs a)
   // expert's once its first loads are out.
   if (!shared) WaitForPrevious();
   const int e = shared ? a.ex.n_experts : a.ids[tok0 * a.top_k + j];
+  if (publisher) StoreRelease(a.sync + 1, pair);  // the routing is in memory: the down kernel may read it
   const int steps = hidden / kStepValues<W>;
   float gate = 0.0f;
   for (int half = 0; half < 2; ++half) {
@@ -245,7 +256,6 @@ __global__ void __launch_bounds__(32 * kWarps, 2) MoeGemvUpKernel(MoeGemvArgs a)
 // kW warps (16 or 8), each holding kDownSums / kW of the partial sums.
 template <int W, int kU, int kW, int kVec>
 __global__ void __launch_bounds__(32 * kW) MoeGemvDownKernel(MoeGemvArgs a) {
-  AllowDependentLaunch();
   constexpr int kMaxSlots = kMoeGemvMaxSlots, kAcc = kDownSums / kW;
   __shared__ float partial[kDownSums][4][32];
   __shared__ const uint8_t* seg_w[kMaxSlots];
@@ -255,7 +265,16 @@ __global__ void __launch_bounds__(32 * kW) MoeGemvDownKernel(MoeGemvArgs a) {
   const int token = static_cast<int>(blockIdx.x) % a.n, row0 = (static_cast<int>(blockIdx.x) / a.n) * 16;
   const int64_t row_bytes = RowBytes<W>(inter);
   const int64_t og = min(row0 + g, hidden - 1) * row_bytes, oh = min(row0 + g + 8, hidden - 1) * row_bytes;
-  WaitForPrevious();  // act comes from the up kernel, ids from the routing before it
+  // act comes from the up kernel, ids from the routing before it. Once the up kernel has published that it
+  // saw the routing (sync[1] holds this pair's number, sync[0]), the block reads ids and issues its first
+  // weight loads before it waits for the up kernel; else it waits first. Both are read before this block
+  // lets the next kernel start, so no later pair can have numbered itself yet.
+  __shared__ int early;
+  if (threadIdx.x == 0) early = a.sync != nullptr && LoadAcquire(a.sync + 1) == LoadAcquire(a.sync);
+  __syncthreads();
+  AllowDependentLaunch();
+  const bool loads_first = early != 0;
+  if (!loads_first) WaitForPrevious();
   if (threadIdx.x < a.slots) {
     const int j = static_cast<int>(threadIdx.x);
     seg_w[j] = static_cast<const uint8_t*>(a.ex.down[j < a.top_k ? a.ids[token * a.top_k + j] : a.ex.n_experts]);
@@ -275,7 +294,10 @@ __global__ void __launch_bounds__(32 * kW) MoeGemvDownKernel(MoeGemvArgs a) {
         *rh = seg_w[seg] + oh;
         return s - seg * seg_steps;
       },
-      [] {}, acc);
+      [&] {
+        if (loads_first) WaitForPrevious();
+      },
+      acc);
   const float sum = ReduceTile<kW, kDownSums>(acc, partial, warp, lane);
   __shared__ float tile_ss[4][4];  // res.norm_out: TileSquares (only column 0, the token, is non-zero)
   if (threadIdx.x < 128) {
@@ -324,7 +346,7 @@ bool MoeGemvFits(int64_t n, int32_t top_k, bool shared, const ExpertTable& ex) {
 }
 
 void LaunchMoeGemv(cudaStream_t s, const void* x, const float* weights, const int32_t* ids, const float* shared_logit,
-                   int64_t n, int32_t top_k, ExpertTable ex, void* act, void* out, GemvResidual res) {
+                   int64_t n, int32_t top_k, ExpertTable ex, void* act, void* out, GemvResidual res, int32_t* sync) {
   if (n == 0) return;
   INFX_CHECK(MoeGemvFits(n, top_k, shared_logit != nullptr, ex));
   INFX_CHECK(res.out == nullptr || (n <= kGemvNormMaxTokens && res.in != nullptr &&
@@ -339,7 +361,8 @@ void LaunchMoeGemv(cudaStream_t s, const void* x, const float* weights, const in
                 ex,
                 static_cast<bf16*>(act),
                 static_cast<bf16*>(out),
-                res};
+                res,
+                sync};
   const int64_t up_tiles = (ex.inter + 15) / 16, down_tiles = (ex.hidden + 15) / 16;
   const int64_t shared_groups = shared_logit != nullptr ? (n + kMoeGemvTokenGroup - 1) / kMoeGemvTokenGroup : 0;
   const auto up_items = static_cast<unsigned>((n * top_k + shared_groups) * up_tiles);

@@ -275,6 +275,51 @@ TEST(CudaMoeGemv, RoutingAfterTheRouterGemv) {
   }
 }
 
+// Layers of router, routing and experts (shared one folded in) queued back to back, each layer's output the
+// next one's input, at shapes small enough that several layers' kernels are resident at once (the down
+// kernel may then start while the previous layer's still runs, and must not take that layer's routing for
+// its own: kernels.h, LaunchMoeGemv's sync): the same bits as the same layers with the host waiting for
+// each before queuing the next.
+TEST(CudaMoeGemv, ConsecutiveLayersReadTheirOwnRouting) {
+  INFX_REQUIRE_GPU();
+  const int64_t hidden = 256, inter = 64, experts = 16, top_k = 4, layers = 6;
+  for (int64_t n : {1, 3}) {
+    Rig rig;
+    const float s_in = 4.0f / std::sqrt(static_cast<float>(hidden));
+    std::vector<ExpertSet> ex;
+    std::vector<SharedSet> shared;
+    std::vector<Pair> router, gate_w;
+    for (int64_t l = 0; l < layers; ++l) {
+      const uint64_t seed = 9000 + static_cast<uint64_t>(l) * 100;
+      ex.push_back(MakeExperts(rig, experts, hidden, inter, seed));
+      shared.push_back(MakeShared(rig, hidden, inter, seed + 50));
+      router.push_back(rig.Weight(DType::kBF16, {experts, hidden}, Rand(experts * hidden, seed + 60, -s_in, s_in)));
+      gate_w.push_back(rig.Weight(DType::kBF16, {1, hidden}, Rand(hidden, seed + 61, -s_in, s_in)));
+    }
+    std::vector<Pair> xs{rig.Act({n, hidden}, Rand(n * hidden, 9999 + static_cast<uint64_t>(n), -2, 2))};
+    for (int64_t l = 0; l < layers; ++l) xs.push_back(rig.Out({n, hidden}));
+    auto logits = rig.Out({n, experts}, DType::kF32);
+    auto gate = rig.Out({n, 1}, DType::kF32);
+    auto w = rig.Out({n, top_k}, DType::kF32);
+    auto ids = rig.I32({n, top_k}, std::vector<int32_t>(static_cast<size_t>(n * top_k), 0));
+    std::vector<std::vector<float>> runs;
+    for (bool wait_each : {false, true}) {
+      for (int64_t l = 0; l < layers; ++l) {
+        const size_t i = static_cast<size_t>(l);
+        rig.gpu.MatMul(xs[i].gpu, router[i].gpu, logits.gpu);
+        rig.gpu.MatMul(xs[i].gpu, gate_w[i].gpu, gate.gpu);
+        rig.gpu.MoeRouting(logits.gpu, static_cast<int>(top_k), true, w.gpu, ids.gpu);
+        rig.gpu.MoeExpertsWithShared(
+            xs[i].gpu, w.gpu, ids.gpu, ex[i].gpu,
+            SharedExpert{shared[i].gate.gpu, shared[i].up.gpu, shared[i].down.gpu, gate.gpu}, xs[i + 1].gpu);
+        if (wait_each) (void)rig.Gpu(xs[i + 1].gpu);
+      }
+      runs.push_back(rig.Gpu(xs.back().gpu));
+    }
+    EXPECT_EQ(runs[0], runs[1]) << "n=" << n << ": the layers queued at once differ from the layers one by one";
+  }
+}
+
 TEST(CudaMoeGemv, SharedExpertWithoutFusion) {
   INFX_REQUIRE_GPU();
   CudaOptions options;
