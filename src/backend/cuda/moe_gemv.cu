@@ -193,8 +193,8 @@ __global__ void __launch_bounds__(32 * kWarps, 2) MoeGemvUpKernel(MoeGemvArgs a)
   // it has seen the routing.
   const bool publisher = a.sync != nullptr && item == shared_items && threadIdx.x == 0;
   int32_t pair = 0;
-  if (publisher) {
-    pair = atomicAdd(a.sync, 1) + 1;
+  if (publisher) {  // the number wraps after 2^32 pairs (a day or so of decoding): only equality matters
+    pair = static_cast<int32_t>(static_cast<uint32_t>(atomicAdd(a.sync, 1)) + 1u);
     __threadfence();
   }
   AllowDependentLaunch();
