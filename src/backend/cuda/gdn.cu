@@ -187,7 +187,9 @@ __global__ void __launch_bounds__(32 * kRuleParts)
     a_log = LoadF(f.a_log, f.a_log_dtype, h);
     dt_bias = LoadF(f.dt_bias, f.dt_bias_dtype, h);
   }
-  WaitForPrevious();
+  // The state too: the step's layout was copied in before its first kernel, and only this kernel (of this
+  // layer, the step before) or a copy before the step writes this slot's state. Its loads go out before the
+  // wait for q, k, v and the gates.
   const int kh = GdnKeyHead(h, nk, nv, tiled);
   const int slot = layout.seq_info[seq * 4], tb = layout.seq_info[seq * 4 + 1], n = layout.seq_info[seq * 4 + 2];
   const int lane = threadIdx.x & 31, part = threadIdx.x >> 5, c = cb * kRuleCols + lane, r0 = part * kRuleRows;
@@ -196,6 +198,7 @@ __global__ void __launch_bounds__(32 * kRuleParts)
   float sreg[kRuleRows];
 #pragma unroll
   for (int i = 0; i < kRuleRows; ++i) sreg[i] = active && r0 + i < dk ? s[static_cast<int64_t>(r0 + i) * dv + c] : 0.0f;
+  WaitForPrevious();
   const float q_scale = 1.0f / sqrtf(static_cast<float>(dk));
   float sq = 0.0f;  // kFused: the square of this thread's (stored) output
   for (int j = 0; j < n; ++j) {
