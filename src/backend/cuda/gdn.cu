@@ -145,23 +145,32 @@ __global__ void GdnGatesKernel(const T* a, const T* b, const void* a_log, int a_
 constexpr int kRuleCols = 32;
 constexpr int kRuleParts = 4;
 constexpr int kRuleRows = kMaxKeyDim / kRuleParts;
+static_assert(32 * kRuleParts >= kMaxKeyDim, "a thread loads one value of q and of k");
 
 template <typename T>
 __device__ void FinishGatedNorm(const GdnDecodeFusion& f, int64_t row, int dv, int col_blocks, int cb, float sq,
                                 const T* core) {
+  // What the last block needs that no other block writes, loaded before the election: the gate z and the
+  // norm weight of column threadIdx.x (the first blockDim.x columns; the rest in the loop below).
+  const auto* core_bits = reinterpret_cast<const unsigned short*>(core + row * dv);
+  const T* z = static_cast<const T*>(f.z) + row * dv;
+  const int c0 = static_cast<int>(threadIdx.x);
+  const float z0 = c0 < dv ? ToF(z[c0]) : 0.0f;
+  const float w0 = c0 < dv ? LoadF(f.norm_w, f.norm_w_dtype, c0) : 0.0f;
   if (threadIdx.x < 32) {  // warp 0 holds the block's outputs
     sq = WarpSum(sq);
     if (threadIdx.x == 0) f.ss[row * col_blocks + cb] = sq;
   }
   // After the block's outputs and sum (the blocks of one row count themselves in on its own counter).
   if (!LastBlockToArrive(f.counter + row, col_blocks)) return;
+  // The other blocks' outputs of column c0 go out with the sums' loads: one wait for both.
+  const float x0 = c0 < dv ? ToF(__ushort_as_bfloat16(__ldcg(core_bits + c0))) : 0.0f;
   float total = 0.0f;
   for (int i = 0; i < col_blocks; ++i) total += __ldcg(f.ss + row * col_blocks + i);
   const float inv = RmsInv(total, dv, f.eps);
-  const auto* core_bits = reinterpret_cast<const unsigned short*>(core + row * dv);
-  const T* z = static_cast<const T*>(f.z) + row * dv;
   T* out = static_cast<T*>(f.norm_out) + row * dv;
-  for (int c = threadIdx.x; c < dv; c += blockDim.x) {
+  if (c0 < dv) out[c0] = FromF<T>(w0 * (x0 * inv) * SiluF(z0));
+  for (int c = c0 + static_cast<int>(blockDim.x); c < dv; c += blockDim.x) {
     const float x = ToF(__ushort_as_bfloat16(__ldcg(core_bits + c)));
     out[c] = FromF<T>(LoadF(f.norm_w, f.norm_w_dtype, c) * (x * inv) * SiluF(ToF(z[c])));
   }
@@ -204,8 +213,12 @@ __global__ void __launch_bounds__(32 * kRuleParts)
   for (int j = 0; j < n; ++j) {
     const int64_t t = tb + j;
     // The token's loads that the arithmetic below waits for go out together, before the barriers: v,
-    // and the gates' inputs (or the gates), with q and k.
+    // the gates' inputs (or the gates), and q and k (a value of each per thread: dk <= kMaxKeyDim, the
+    // block's threads).
     const float v_in = active ? ToF(v[(t * nv + h) * dv + c]) : 0.0f;
+    const int r_in = static_cast<int>(threadIdx.x);
+    const float q_in = r_in < dk ? ToF(q[(t * nk + kh) * dk + r_in]) : 0.0f;
+    const float k_in = r_in < dk ? ToF(k[(t * nk + kh) * dk + r_in]) : 0.0f;
     float gate_in, beta_in;
     if constexpr (kFused) {
       gate_in = ToF(static_cast<const T*>(f.a)[t * nv + h]);
@@ -215,9 +228,9 @@ __global__ void __launch_bounds__(32 * kRuleParts)
       beta_in = beta[t * nv + h];
     }
     __syncthreads();  // the previous token's q, k and partial sums are consumed
-    for (int r = threadIdx.x; r < dk; r += blockDim.x) {
-      qs[r] = ToF(q[(t * nk + kh) * dk + r]);
-      ks[r] = ToF(k[(t * nk + kh) * dk + r]);
+    if (r_in < dk) {
+      qs[r_in] = q_in;
+      ks[r_in] = k_in;
     }
     __syncthreads();
     float qq = 0, kk = 0;
