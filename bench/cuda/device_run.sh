@@ -2,7 +2,8 @@
 # Builds what the steps need on the GPU machine (the CUDA backend with the test binaries, infernix or
 # gemv_bench), then runs the steps (docs/cuda.md):
 #   ops       the CPU-vs-CUDA op tests (backend_cuda_test)
-#   models    the fixture models on the GPU (gpu_model_test)
+#   models    the fixture models on the GPU (gpu_model_test; GTEST_FILTER, meant for the op tests, does not
+#             apply to them: $MODELS_FILTER does)
 #   bench     infernix bench on dummy Qwen3-8B weights (pp4096, tg128 at batch 1, 2, 4, 8)
 #   qbench    the same model with quantized dummy weights ($QUANTS, default q8_0 q4_k), pp512 and tg64
 #             at batch 1 and 8 ($QBATCHES)
@@ -179,7 +180,7 @@ kernel_bench() {
 for step in "$@"; do
   case $step in
     ops) echo "== op tests"; run_test backend_cuda_test 170 ;;
-    models) echo "== model tests"; run_test gpu_model_test 170 ;;
+    models) echo "== model tests"; GTEST_FILTER=${MODELS_FILTER:-*} run_test gpu_model_test 170 ;;
     bench)
       echo "== bench"
       timeout 150 "$BUILD"/bin/infernix bench --model "$SRC"/bench/configs/qwen3-8b.json --dummy-weights --backend cuda \
