@@ -17,7 +17,9 @@
 //  - MoeGemvDownKernel: a block per (16 output rows, token): out[t, rows] = the sum over t's S slots of
 //    down_e[rows] . act[slot], one product over k = S * inter (a token's act rows are contiguous) whose
 //    weight rows change expert every inter values; 16 partial sums (step s into sum s % 16), added in a
-//    fixed order, whatever the batch (16 warps for 1-2 tokens, 8 of two sums each from 3).
+//    fixed order, whatever the batch (16 warps for 1-2 tokens, 8 of two sums each from 3). Its blocks that
+//    start once the up kernel has published the routing (LaunchMoeGemv's sync) issue their first weight
+//    loads before they wait for the up kernel's act.
 //    The residual add after the layer (and the norm of the sum that follows it) can be its epilogue, as
 //    for the decode GEMV (gemv_epilogue.cuh, GemvResidual): each (16 rows, token) block adds its rows to
 //    the residual and leaves their sum of squares; the last block to finish normalises the rows.
