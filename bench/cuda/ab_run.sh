@@ -3,8 +3,9 @@
 # .deps/base.tar.gz, and the tree under test (the working tree, or .deps/src.tar.gz) are built side by
 # side, then device_run.sh's steps run with each, alternating base and test for $AB_ROUNDS rounds
 # (default 2), so that both see the same machine, clocks and warm-up: run-to-run differences between
-# calls (a few percent) then no longer hide a change's effect. Logs under $OUT/base-N and $OUT/test-N; the
-# rounds' output in $OUT/rounds.txt, and last a table of both sides' numbers (bench/cuda/ab_summary.py).
+# calls (a few percent) then no longer hide a change's effect. Logs under $OUT/base-N and $OUT/test-N,
+# packed into $OUT/logs.tar.gz at the end (pack_logs); the rounds' output in $OUT/rounds.txt, and last a
+# table of both sides' numbers (bench/cuda/ab_summary.py).
 # Make the baseline here first (without the models and fixtures, which come from the working tree: the
 # carried folders hold 64 MiB in all), then carry .deps:
 #   git archive --format=tar.gz -o .deps/base.tar.gz REV -- . ':!models' ':!tests/fixtures'
@@ -44,6 +45,19 @@ for i in "${!more[@]}"; do
   [ -f "${more[$i]}" ] || { echo "ab_run.sh: AB_MORE: no archive ${more[$i]}" >&2; exit 2; }
   sides="$sides more$((i + 1))"
 done
+# At most 8 files come back from the GPU machine's $OUT, so each side's logs (builds, checks, rounds) go
+# into one archive when this script ends, a timeout's end too: $OUT/logs.tar.gz beside rounds.txt and
+# summary.txt (AB_KEEP_LOGS=1 leaves them as they are).
+pack_logs() {
+  [ "${AB_KEEP_LOGS:-0}" = 1 ] && return 0
+  local items=() side x
+  for side in $sides; do
+    for x in "$OUT/$side"-*; do [ -e "$x" ] && items+=("$(basename "$x")"); done
+  done
+  ((${#items[@]} > 0)) || return 0
+  tar czf "$OUT/logs.tar.gz" -C "$OUT" "${items[@]}" && (cd "$OUT" && rm -rf "${items[@]}")
+}
+trap pack_logs EXIT
 jobs=$(( $(nproc) / (2 + ${#more[@]}) ))  # the machine's cores shared by the trees' builds
 ((jobs < 4)) && jobs=4
 # device_run.sh with a side's tree and build folder, its logs under $OUT/NAME: run_side SIDE NAME STEP...
