@@ -48,7 +48,8 @@
 #             instead: TRACE_BENCH="-p 8192 -n 1 -b 1 -r 1" TRACE_SUMMARY=--longest (default "-p 1 -n 32
 #             -b 1 -r 1" and the decode steps); with a long context (-d in $TRACE_ARGS) the prefill's bursts
 #             can outnumber the decode steps: TRACE_SUMMARY=--last takes the count of the last burst
-#   sanitize  compute-sanitizer memcheck over the gpu tests
+#   sanitize  compute-sanitizer memcheck over the gpu tests (GTEST_FILTER, when set, applies to the op and
+#             the model tests alike here: memcheck over all of them is slow)
 #   racecheck compute-sanitizer racecheck (shared-memory hazards) over the op tests; set GTEST_FILTER to the
 #             kernels at hand: it is slow
 # Logs go to $OUT. Optional, carried in .deps/ (ignored by git): src.tar.gz (a `git archive` of the
