@@ -181,6 +181,24 @@ class GpuTinyModel : public ::testing::TestWithParam<std::string> {
   }
   int64_t vocab() const { return model_->config().vocab_size; }
 
+  // The model on two more backends: one that verifies each replayed decode step (it queues the step's ops
+  // and checks that they make the unit a replay would have launched) and one without graphs.
+  struct ReplayRig {
+    std::unique_ptr<Backend> verifying_backend, eager_backend;
+    std::unique_ptr<Model> verifying, eager;
+  };
+  ReplayRig MakeReplayRig() {
+    BackendOptions o;
+    o.name = "cuda";
+    o.cuda_verify_replay = true;
+    ReplayRig r;
+    r.verifying_backend = CreateBackend(o);
+    r.eager_backend = Gpu(/*graphs=*/false);
+    r.verifying = LoadModel(*files_, *r.verifying_backend);
+    r.eager = LoadModel(*files_, *r.eager_backend);
+    return r;
+  }
+
   std::unique_ptr<DirFileSet> files_;
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<Model> model_;
@@ -326,13 +344,10 @@ TEST_P(GpuTinyModel, GraphsChangeNothing) {
 // make (a backend that verifies queues them and checks each step) and give the logits, bit for bit, of a
 // backend without graphs; through runs of steps of three shapes on one state (two slots, either alone).
 TEST_P(GpuTinyModel, ReplayedDecodeStepsAreTheQueuedOnes) {
-  BackendOptions o;
-  o.name = "cuda";
-  o.cuda_verify_replay = true;
-  auto verifying_backend = CreateBackend(o);
-  auto eager_backend = Gpu(/*graphs=*/false);
-  auto verifying = LoadModel(*files_, *verifying_backend);
-  auto eager = LoadModel(*files_, *eager_backend);
+  ReplayRig rig = MakeReplayRig();
+  auto& verifying_backend = rig.verifying_backend;
+  auto& verifying = rig.verifying;
+  auto& eager = rig.eager;
   std::vector<int32_t> a = ref_->Ids("prompt.2.ids"), b = ref_->Ids("prompt.1.ids");
   constexpr int kRun = 5;  // steps per shape: the first two are queued (run once, then captured)
   auto run = [&](Model& m) {
@@ -374,6 +389,56 @@ TEST_P(GpuTinyModel, ReplayedDecodeStepsAreTheQueuedOnes) {
   EXPECT_EQ(checked->forwards_replayed, 0);
   EXPECT_TRUE(replayed == plain) << "a replayed decode step changed the logits";
   EXPECT_TRUE(verified == plain);
+}
+
+// Greedy picks (Model::ForwardGreedy) through queued, captured and replayed decode steps, each step's
+// picks fed back as the next tokens, are the picks of the logits a backend without graphs gives (and a
+// backend that verifies each replay finds none wrong).
+TEST_P(GpuTinyModel, GreedyPicksOfReplayedStepsAreTheLogitsPicks) {
+  ReplayRig rig = MakeReplayRig();
+  std::vector<int32_t> a = ref_->Ids("prompt.2.ids"), b = ref_->Ids("prompt.1.ids");
+  const int64_t vocab = model_->config().vocab_size, sampleable = vocab - 3;
+  constexpr int kRun = 5;
+  auto run = [&](Model& m, bool picks) {
+    auto state = m.backend().CreateState(m.MakeStateSpec(2, 64));
+    std::vector<float> logits;
+    m.Forward(ForwardBatch::Single({a.begin(), a.begin() + 6}, 0, 0, false), *state, logits);
+    m.Forward(ForwardBatch::Single({b.begin(), b.begin() + 3}, 1, 0, false), *state, logits);
+    int64_t pos[2] = {6, 3};
+    int32_t next[2] = {a[6], b[3]};
+    std::vector<int32_t> all;
+    for (int shape : {0, 1, 2, 0}) {  // both slots, slot 0, slot 1, both again
+      for (int i = 0; i < kRun; ++i) {
+        ForwardBatch batch;
+        std::vector<int> slots;
+        for (int slot = 0; slot < 2; ++slot) {
+          if (shape != 0 && shape != slot + 1) continue;
+          const int32_t row = static_cast<int32_t>(batch.tokens.size());
+          batch.tokens.push_back(next[slot]);
+          batch.seqs.push_back(BatchSeq{slot, row, 1, pos[slot]++});
+          batch.logit_rows.push_back(row);
+          slots.push_back(slot);
+        }
+        std::vector<int32_t> got;
+        if (picks) {
+          got = m.ForwardGreedy(batch, *state, sampleable);
+        } else {
+          m.Forward(batch, *state, logits);
+          got = PickGreedyRows(logits, static_cast<int64_t>(slots.size()), vocab, sampleable);
+        }
+        EXPECT_EQ(got.size(), slots.size());
+        for (size_t r = 0; r < slots.size() && r < got.size(); ++r) {
+          EXPECT_GE(got[r], 0);
+          next[slots[r]] = std::max(got[r], 0);
+        }
+        all.insert(all.end(), got.begin(), got.end());
+      }
+    }
+    return all;
+  };
+  const std::vector<int32_t> expected = run(*rig.eager, false);
+  EXPECT_EQ(run(*model_, true), expected);
+  EXPECT_EQ(run(*rig.verifying, true), expected);  // throws where a replay would have been wrong
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, GpuTinyModel,

@@ -127,6 +127,47 @@ TEST_P(TinyModel, BatchedSequencesMatchSeparateRuns) {
   EXPECT_EQ(state->SlotLength(2), 7);
 }
 
+// ForwardGreedy picks each logit row's argmax over the sampleable ids (Backend::PickGreedy), and
+// LastLogits reads the rows Forward would have returned: two states run the same passes, one each way.
+TEST_P(TinyModel, ForwardGreedyPicksWhatForwardsLogitsSay) {
+  std::vector<int32_t> a = ref_->Ids("prompt.2.ids"), b = ref_->Ids("prompt.1.ids");
+  const int64_t v = vocab();
+  for (const int64_t sampleable : {v, v - 7}) {
+    auto by_logits = backend_->CreateState(model_->MakeStateSpec(2, 128));
+    auto by_picks = backend_->CreateState(model_->MakeStateSpec(2, 128));
+    std::vector<int32_t> last = {a[0], b[0]};
+    for (int64_t step = 0; step < 4; ++step) {
+      // Two sequences, one token each (a decode step), and on the first step a prompt chunk's last row.
+      ForwardBatch batch;
+      if (step == 0) {
+        batch.tokens.assign(a.begin(), a.begin() + 6);
+        batch.tokens.push_back(b[0]);
+        batch.seqs = {{0, 0, 6, 0}, {1, 6, 1, 0}};
+        batch.logit_rows = {5, 6};
+      } else {
+        batch.tokens = last;
+        batch.seqs = {{0, 0, 1, 5 + step}, {1, 1, 1, step}};
+        batch.logit_rows = {0, 1};
+      }
+      std::vector<float> logits;
+      model_->Forward(batch, *by_logits, logits);
+      const std::vector<int32_t> want = PickGreedyRows(logits, 2, v, sampleable);
+      const std::vector<int32_t> got = model_->ForwardGreedy(batch, *by_picks, sampleable);
+      ASSERT_EQ(got, want) << "step " << step << ", sampleable " << sampleable;
+      ASSERT_GE(got[0], 0);
+      ASSERT_GE(got[1], 0);
+      std::span<const float> read = model_->LastLogits();
+      EXPECT_TRUE(std::equal(read.begin(), read.end(), logits.begin(), logits.end())) << "step " << step;
+      last = got;
+    }
+  }
+  // A pass without logit rows picks nothing.
+  auto other = backend_->CreateState(model_->MakeStateSpec(1, 4));
+  ForwardBatch none = ForwardBatch::Single({a[0]}, 0, 0, false);
+  none.logit_rows.clear();
+  EXPECT_TRUE(model_->ForwardGreedy(none, *other, v).empty());
+}
+
 // The thread count does not change a single bit of the output.
 TEST_P(TinyModel, DeterministicAcrossThreadCounts) {
   std::vector<int32_t> ids = ref_->Ids("prompt.2.ids");

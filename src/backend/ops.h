@@ -23,6 +23,7 @@
 #include <string_view>
 #include <vector>
 
+#include "backend/greedy.h"
 #include "tensor/tensor.h"
 
 namespace infernix {
@@ -140,6 +141,15 @@ class Backend {
   // buffer (copied into at the link's speed, without the staging of a copy to pageable memory; reads of
   // over 64 MB go to pageable memory instead).
   virtual std::span<float> ReadToHost(const Tensor& src) = 0;
+  // Greedy picks from logits [rows, cols] (f32, as the model's last product left them): for each row the
+  // lowest index of the largest of its first `sampleable` values, or -1 where one of those is NaN or
+  // +inf or all are -inf (greedy.h, PickGreedyRows: the caller then reads the rows with ReadToHost and
+  // samples them itself). The default reads the rows to the host and scans them there, and leaves
+  // ReadToHost's buffer as ReadToHost(logits) would; a backend may instead pick on the device and read
+  // back only the ids (then a later ReadToHost(logits) copies the rows).
+  virtual std::vector<int32_t> PickGreedy(const Tensor& logits, int64_t sampleable) {
+    return PickGreedyRows(ReadToHost(logits), logits.rows(), logits.cols(), sampleable);
+  }
   // Decode steps without queuing every op again. The model calls this at the start of a forward pass,
   // after queuing its token ids, with `shape` standing for everything but those ids and the positions
   // in `layout` (the slots, tokens per sequence, logit rows, the model). A backend that records a forward

@@ -134,6 +134,22 @@ void Model::Forward(const ForwardBatch& batch, SequenceState& state, std::vector
 }
 
 std::span<float> Model::Forward(const ForwardBatch& batch, SequenceState& state) {
+  last_logits_ = RunForward(batch, state);
+  return last_logits_ ? backend_.ReadToHost(*last_logits_) : std::span<float>{};
+}
+
+std::vector<int32_t> Model::ForwardGreedy(const ForwardBatch& batch, SequenceState& state, int64_t sampleable) {
+  last_logits_ = RunForward(batch, state);
+  return last_logits_ ? backend_.PickGreedy(*last_logits_, sampleable) : std::vector<int32_t>{};
+}
+
+std::span<float> Model::LastLogits() {
+  INFX_CHECK_MSG(last_logits_.has_value(), "no logits: the last forward pass had no logit rows");
+  return backend_.ReadToHost(*last_logits_);
+}
+
+std::optional<Tensor> Model::RunForward(const ForwardBatch& batch, SequenceState& state) {
+  last_logits_.reset();  // scratch of the pass before, which ResetScratch below ends
   const int64_t n = static_cast<int64_t>(batch.tokens.size());
   for (int64_t i = 0; i < n; ++i) {
     int32_t id = batch.tokens[static_cast<size_t>(i)];
@@ -161,7 +177,7 @@ std::span<float> Model::Forward(const ForwardBatch& batch, SequenceState& state)
     covered += s.n_tokens;
   }
   INFX_CHECK_MSG(covered == n, "sequences cover {} of {} tokens", covered, n);
-  if (n == 0) return {};
+  if (n == 0) return std::nullopt;
 
   Backend& be = backend_;
   be.ResetScratch();
@@ -175,7 +191,7 @@ std::span<float> Model::Forward(const ForwardBatch& batch, SequenceState& state)
   if (shape && be.ReplayForward(*shape, layout, state)) {
     INFX_CHECK(replay_ && replay_->shape == *shape);
     state.Advance(layout);
-    return be.ReadToHost(replay_->logits);
+    return replay_->logits;
   }
   Tensor hidden = be.Scratch(be.activation_dtype(), {n, config_.hidden_size});
   be.Embedding(ids, weights_.embed, hidden);
@@ -183,7 +199,7 @@ std::span<float> Model::Forward(const ForwardBatch& batch, SequenceState& state)
   state.Advance(layout);
 
   int64_t rows = static_cast<int64_t>(batch.logit_rows.size());
-  if (rows == 0) return {};
+  if (rows == 0) return std::nullopt;
   Tensor selected = be.Scratch(be.activation_dtype(), {rows, config_.hidden_size});
   const float eps = static_cast<float>(config_.rms_norm_eps);
   bool every_row = rows == n;  // decode: each token's logits, in order
@@ -197,7 +213,7 @@ std::span<float> Model::Forward(const ForwardBatch& batch, SequenceState& state)
   Tensor out = be.Scratch(DType::kF32, {rows, config_.vocab_size});
   be.MatMul(selected, weights_.lm_head, out);
   if (shape) replay_ = Replay{*shape, out};
-  return be.ReadToHost(out);
+  return out;
 }
 
 std::optional<uint64_t> Model::DecodeShape(const ForwardBatch& batch) const {

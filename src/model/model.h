@@ -57,8 +57,18 @@ class Model {
   std::span<float> Forward(const ForwardBatch& batch, SequenceState& state);
   // The same into `logits` (resized in place; after an error its contents are unspecified).
   void Forward(const ForwardBatch& batch, SequenceState& state, std::vector<float>& logits);
+  // Runs the batch as Forward does and returns each logit row's greedy pick over the first `sampleable`
+  // ids (Backend::PickGreedy: -1 where the row holds NaN or +inf there, or only -inf), without reading the
+  // logits back where the backend picks on the device. Empty when the batch has no logit rows.
+  std::vector<int32_t> ForwardGreedy(const ForwardBatch& batch, SequenceState& state, int64_t sampleable);
+  // The logits of the last forward pass (Forward or ForwardGreedy), read to host memory as Forward
+  // returns them, valid until the next forward pass. The pass must have had logit rows.
+  std::span<float> LastLogits();
 
  private:
+  // The forward pass of Forward and ForwardGreedy: the logits [logit rows, vocab] in the backend's scratch,
+  // or nullopt when the batch has no logit rows.
+  std::optional<Tensor> RunForward(const ForwardBatch& batch, SequenceState& state);
   // Everything about a decode step's batch (one token per sequence) but its ids and positions, hashed;
   // nullopt for other batches. Backend::ReplayForward's `shape`.
   std::optional<uint64_t> DecodeShape(const ForwardBatch& batch) const;
@@ -78,6 +88,7 @@ class Model {
     Tensor logits;
   };
   std::optional<Replay> replay_;
+  std::optional<Tensor> last_logits_;  // the last pass's logits (LastLogits), in the backend's scratch
 };
 
 // Loads config.json and the safetensors weights of a model folder (or the embedded model) onto
