@@ -106,6 +106,78 @@ TEST_F(EngineTest, ConcurrentRequestsEqualGreedyGenerationAlone) {
   EXPECT_EQ(st.generated_tokens, 6u * 6 + 15);
 }
 
+// A backend that leaves every other row unpicked (-1, as for a row holding NaN or +inf) and counts its
+// calls: the engine reads such rows back and samples them itself.
+class HalfPickingBackend : public CpuBackend {
+ public:
+  using CpuBackend::CpuBackend;
+  std::vector<int32_t> PickGreedy(const Tensor& logits, int64_t sampleable) override {
+    std::vector<int32_t> ids = CpuBackend::PickGreedy(logits, sampleable);
+    for (size_t i = 0; i < ids.size(); i += 2) ids[i] = -1;
+    ++calls;
+    return ids;
+  }
+  int calls = 0;
+};
+
+// Greedy requests give the tokens greedy generation gives alone whether their steps take the backend's
+// picks (EngineOptions::greedy_picks), fall back to the logits for rows the backend did not pick, or
+// read the logits because a sampled request shares the step.
+TEST_F(EngineTest, GreedyTokensDoNotDependOnWhoPicksThem) {
+  CpuBackend reference_backend(1);
+  auto reference = LoadModel(*files_, reference_backend);
+  std::vector<std::vector<int32_t>> expected;
+  for (int i = 0; i < 3; ++i) {
+    GreedyOptions g;
+    g.max_new_tokens = 6 + i;
+    expected.push_back(GreedyGenerate(*reference, Prompt(i), g));
+  }
+  HalfPickingBackend backend(2);
+  auto model = LoadModel(*files_, backend);
+  for (const bool greedy_picks : {true, false}) {
+    for (const bool with_sampled : {false, true}) {
+      EngineOptions o;
+      o.max_slots = 4;
+      o.max_queue = 16;
+      o.max_context = 512;
+      o.prefill_chunk = 7;
+      o.max_batch_tokens = 16;
+      o.greedy_picks = greedy_picks;
+      const int calls_before = backend.calls;
+      Engine engine(*model, *tokenizer_, o);
+      std::vector<std::shared_ptr<RequestHandle>> handles;
+      for (int i = 0; i < 3; ++i) {
+        Submission s = engine.Submit(Greedy(Prompt(i), 6 + i));
+        ASSERT_EQ(s.status, SubmitStatus::kAccepted) << s.message;
+        handles.push_back(s.handle);
+      }
+      std::shared_ptr<RequestHandle> sampled;
+      if (with_sampled) {
+        GenerationRequest r = Greedy(Prompt(3), 20);
+        r.sampling.temperature = 1.0;
+        r.sampling.seed = 7;
+        Submission s = engine.Submit(std::move(r));
+        ASSERT_EQ(s.status, SubmitStatus::kAccepted) << s.message;
+        sampled = s.handle;
+      }
+      for (int i = 0; i < 3; ++i) {
+        Collected c = Collect(*handles[static_cast<size_t>(i)]);
+        EXPECT_EQ(c.tokens, expected[static_cast<size_t>(i)])
+            << "request " << i << (greedy_picks ? ", backend picks" : ", logits") << (with_sampled ? ", with a sampled one" : "");
+      }
+      if (sampled) {
+        EXPECT_EQ(Collect(*sampled).tokens.size(), 20u);
+      }
+      if (greedy_picks && !with_sampled) {
+        EXPECT_GT(backend.calls, calls_before);
+      }
+      if (!greedy_picks) {
+        EXPECT_EQ(backend.calls, calls_before);
+      }
+    }
+  }
+}
+
 // The sequences of a step sample at once on several threads: seeded requests with top-k / top-p,
 // penalties and logprobs give the same tokens, logprobs and text whatever the number of threads, and
 // the same as each request alone (one slot: the requests run one after another).

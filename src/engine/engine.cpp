@@ -269,9 +269,20 @@ void Engine::Step() {
     batch.seqs.push_back(BatchSeq{s.slot, begin, s.n_tokens, s.pos_begin});
     if (s.wants_logits) batch.logit_rows.push_back(static_cast<int32_t>(begin + s.n_tokens - 1));
   }
+  std::vector<Active*> picking;
+  for (const ScheduledSeq& s : plan.seqs)
+    if (s.wants_logits) picking.push_back(active_.at(s.request_id).get());
+  const bool greedy = options_.greedy_picks && !picking.empty() &&
+                      std::all_of(picking.begin(), picking.end(),
+                                  [](const Active* a) { return !a->constraint && a->sampler.PlainGreedy(); });
   std::span<float> logits;  // the backend's, valid until the next forward pass
+  std::vector<int32_t> greedy_ids;
   try {
-    logits = model_.Forward(batch, *state_);
+    if (greedy) {
+      greedy_ids = model_.ForwardGreedy(batch, *state_, picking.front()->sampler.sampleable());
+    } else {
+      logits = model_.Forward(batch, *state_);
+    }
   } catch (const std::exception& e) {
     for (const ScheduledSeq& s : plan.seqs) {
       Finish(*active_.at(s.request_id), FinishReason::kError, "", false,
@@ -288,15 +299,25 @@ void Engine::Step() {
     stats_.running = scheduler_.running();
   }
   const int64_t vocab = model_.config().vocab_size;
-  std::vector<Active*> picking;
-  for (const ScheduledSeq& s : plan.seqs)
-    if (s.wants_logits) picking.push_back(active_.at(s.request_id).get());
+  auto row_of = [&](size_t i) { return logits.subspan(i * static_cast<size_t>(vocab), static_cast<size_t>(vocab)); };
   picks_.resize(picking.size());
-  sampling_pool_->ParallelFor(picking.size(), 1, [&](size_t begin, size_t end) {
-    for (size_t i = begin; i < end; ++i) {
-      PickToken(*picking[i], logits.subspan(i * static_cast<size_t>(vocab), static_cast<size_t>(vocab)), picks_[i]);
+  if (greedy) {
+    // A row the backend could not pick (NaN or +inf among its ids, or only -inf) is read back and sampled
+    // as usual: the sampler names the fault.
+    for (size_t i = 0; i < picking.size(); ++i) {
+      picks_[i] = Pick{};
+      if (greedy_ids[i] >= 0) {
+        picks_[i].sample.token = greedy_ids[i];
+        continue;
+      }
+      if (logits.empty()) logits = model_.LastLogits();
+      PickToken(*picking[i], row_of(i), picks_[i]);
     }
-  });
+  } else {
+    sampling_pool_->ParallelFor(picking.size(), 1, [&](size_t begin, size_t end) {
+      for (size_t i = begin; i < end; ++i) PickToken(*picking[i], row_of(i), picks_[i]);
+    });
+  }
   size_t row = 0;
   for (const ScheduledSeq& s : plan.seqs) {
     if (!s.wants_logits) continue;

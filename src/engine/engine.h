@@ -37,6 +37,10 @@ struct EngineOptions {
   // Threads that sample the sequences of a step at once (each touches only its own request's sampler
   // and grammar): 0, one per sequence slot up to the hardware's threads; 1, on the engine thread alone.
   int sampling_threads = 0;
+  // Steps whose every picking sequence picks greedily from the raw logits (Sampler::PlainGreedy, no
+  // grammar) take the backend's greedy picks (Model::ForwardGreedy) instead of reading the logits back
+  // and scanning them here; the tokens are the same (tests compare both ways).
+  bool greedy_picks = true;
 };
 
 enum class SubmitStatus { kAccepted, kQueueFull, kContextOverflow, kInvalid };

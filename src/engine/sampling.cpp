@@ -467,6 +467,11 @@ Sampler::Sampler(SamplingParams params, int64_t vocab_size, std::span<const int3
   }
 }
 
+bool Sampler::PlainGreedy() const {
+  return greedy_ && params_.repetition_penalty == 1.0 && params_.presence_penalty == 0.0 &&
+         params_.frequency_penalty == 0.0 && params_.logit_bias.empty() && !params_.logprobs;
+}
+
 void Sampler::Accept(int32_t token) {
   INFX_CHECK_MSG(token >= 0 && token < vocab_, "token {} outside the vocabulary [0, {})", token, vocab_);
   if (!seen_bits_.empty()) {

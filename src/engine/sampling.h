@@ -109,6 +109,11 @@ class Sampler {
   void Accept(int32_t token);
 
   const SamplingParams& params() const { return params_; }
+  // Whether Sample is the argmax of the raw logits over the sampleable ids alone (greedy, no penalties,
+  // no logit_bias, no logprobs): the engine may then take a backend's greedy pick instead
+  // (Backend::PickGreedy), given the same allowed mask (none).
+  bool PlainGreedy() const;
+  int64_t sampleable() const { return sampleable_; }
 
  private:
   int32_t SampleStochastic(std::span<const float> logits, float max_logit);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <map>
 #include <numeric>
@@ -12,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/greedy.h"
 #include "base/error.h"
 
 namespace infernix {
@@ -91,6 +93,33 @@ TEST(Sampler, GreedyIsArgmaxWithTiesToLowestId) {
   Sampler tiny(p, kQwenVocab, {});
   const int32_t expected = static_cast<int32_t>(std::max_element(big.begin(), big.end()) - big.begin());
   for (int i = 0; i < 5; ++i) EXPECT_EQ(SampleOnce(tiny, big).token, expected);
+}
+
+// PlainGreedy: greedy with nothing that changes the logits or asks for more than the token; then Sample
+// is greedy.h's pick over the sampleable ids (the engine may take a backend's pick instead).
+TEST(Sampler, PlainGreedyIsThePickOverTheSampleableIds) {
+  SamplingParams p;
+  p.temperature = 0;
+  p.top_k = 5;  // ignored by greedy sampling
+  const std::vector<float> logits = RandomLogits(kQwenVocab, 2.0, 11);
+  const int64_t sampleable = kQwenVocab - 50;
+  Sampler plain(p, kQwenVocab, {}, sampleable);
+  EXPECT_TRUE(plain.PlainGreedy());
+  EXPECT_EQ(plain.sampleable(), sampleable);
+  EXPECT_EQ(SampleOnce(plain, logits).token, PickGreedyRows(logits, 1, kQwenVocab, sampleable)[0]);
+  std::vector<std::function<void(SamplingParams&)>> not_plain = {
+      [](SamplingParams& q) { q.temperature = 0.7; },
+      [](SamplingParams& q) { q.repetition_penalty = 1.1; },
+      [](SamplingParams& q) { q.presence_penalty = 0.5; },
+      [](SamplingParams& q) { q.frequency_penalty = -0.5; },
+      [](SamplingParams& q) { q.logit_bias = {{3, 1.0f}}; },
+      [](SamplingParams& q) { q.logprobs = true; },
+  };
+  for (size_t i = 0; i < not_plain.size(); ++i) {
+    SamplingParams q = p;
+    not_plain[i](q);
+    EXPECT_FALSE(Sampler(q, kQwenVocab, {}).PlainGreedy()) << "case " << i;
+  }
 }
 
 TEST(Sampler, SameSeedSameTokensDifferentSeedDifferentTokens) {

@@ -13,7 +13,8 @@
 
 namespace infernix {
 
-class CpuBackend final : public Backend {
+// Not final: tests derive from it to stand for another backend's behaviour (engine_test.cpp).
+class CpuBackend : public Backend {
  public:
   // n_threads == 0: one per hardware thread.
   explicit CpuBackend(size_t n_threads = 0);
