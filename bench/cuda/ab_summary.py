@@ -2,7 +2,8 @@
 
 Reads the rounds ("== round N: SIDE": base, test, and the more1, more2, ... of ab_run.sh's AB_MORE) and in them the decode steps of `infernix bench` (GPU busy and
 step time per step, and tokens/s, for each model line (with its KV cache type where that is not the
-activations', so that runs differing only in --kv-cache-dtype stay apart), test name and batch; with --depth the depth), the
+activations', so that runs differing only in --kv-cache-dtype stay apart, and "greedy" for bench
+--greedy), test name and batch; with --depth the depth), the
 chains and passes of gemv_bench (us) and trace_summary.py's table (the step span, and each kernel's cost
 per step, us). Prints, per row, each round's values and the ratio of the
 medians (test / base: below 1 is faster for times, above 1 for tokens/s). --test SIDE compares another side
@@ -59,7 +60,8 @@ def parse(lines, test="test"):
         if m := MODEL.match(line):
             # The KV cache's type where it is not the activations' (runs that differ only in it are apart).
             kv = f" kv {m.group(4)}" if m.group(4) and m.group(4) not in ("bf16", "f32", "f16") else ""
-            model, gemv = f"{m.group(1)} {m.group(2)}L {m.group(3)}{kv}", ""
+            greedy = " greedy" if "; greedy picks" in line else ""  # bench --greedy: only the picks come back
+            model, gemv = f"{m.group(1)} {m.group(2)}L {m.group(3)}{kv}{greedy}", ""
         elif m := GEMV_HEAD.match(line):
             gemv, model = f"gemv {m.group(2)} x{m.group(1)}", ""
         elif m := PREFILLED.match(line):

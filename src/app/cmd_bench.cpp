@@ -1,7 +1,8 @@
 // `infernix bench`: llama-bench-style throughput of one model on one backend.
 //   pp<N>  prompt processing: one sequence of N tokens in one forward pass (median of repetitions)
 //   tg<M>  generation: M decode steps of B sequences at once (B = each batch size), one token each;
-//          with --depth D ("tg<M> @ d<D>") after every sequence was prefilled with D tokens (not timed)
+//          with --depth D ("tg<M> @ d<D>") after every sequence was prefilled with D tokens (not timed);
+//          each step reads its logits back, or with --greedy takes the backend's greedy picks
 // For the CUDA backend it first measures the device's ceilings in the same process (copy bandwidth,
 // BF16 GEMM rate) and reports decode as the fraction of copy bandwidth used (weight + KV bytes read
 // per step / step time) and prefill as the fraction of the GEMM rate reached (model FLOPs / time).
@@ -37,6 +38,7 @@ struct BenchOptions {
   std::string dummy_quant;  // empty: bf16
   int num_layers = 0;       // > 0: keep only the first N layers (dummy weights)
   KvCacheType kv_cache_type = KvCacheType::kActivation;
+  bool greedy = false;  // decode steps take the backend's greedy picks instead of reading the logits back
 };
 
 // The first `n` layers of `c` (a model too large for the device, measured per layer).
@@ -149,11 +151,11 @@ void Run(const BenchOptions& o) {
                  "of {}",
                  depth, o.n_gen, kWarmupSteps, depth + o.n_gen + kWarmupSteps, c.max_position_embeddings);
   const std::string kv_cache = KvCacheTypeName(o.kv_cache_type, backend->activation_dtype());
-  std::printf("model: %s, %d layers, hidden %lld, vocab %lld%s; backend %s; KV cache %s; loaded in %.1f s\n",
+  std::printf("model: %s, %d layers, hidden %lld, vocab %lld%s; backend %s; KV cache %s%s; loaded in %.1f s\n",
               std::string(ArchitectureName(c.arch)).c_str(), c.num_layers, static_cast<long long>(c.hidden_size),
               static_cast<long long>(c.vocab_size),
               o.dummy_weights ? fmt::format(" (dummy {} weights)", DTypeName(linear_dtype)).c_str() : "",
-              std::string(backend->name()).c_str(), kv_cache.c_str(),
+              std::string(backend->name()).c_str(), kv_cache.c_str(), o.greedy ? "; greedy picks" : "",
               Seconds(t_load, std::chrono::steady_clock::now()));
   std::optional<DeviceCeilings> ceil = MeasureDeviceCeilings(*backend);
   if (ceil)
@@ -221,7 +223,11 @@ void Run(const BenchOptions& o) {
           batch.seqs.push_back(BatchSeq{s, s, 1, pos});
           batch.logit_rows.push_back(s);
         }
-        model->Forward(batch, *state);  // the logits land in the backend's readback buffer
+        if (o.greedy) {
+          model->ForwardGreedy(batch, *state, c.vocab_size);  // Backend::PickGreedy
+        } else {
+          model->Forward(batch, *state);  // the logits land in the backend's readback buffer
+        }
       };
       // Warm-up (CUDA: graph capture). Without --depth the slots are then cleared and the timed steps
       // start at 0; with it they continue after the warm-up tokens, keeping the context.
@@ -283,7 +289,8 @@ void Run(const BenchOptions& o) {
   if (!o.json_path.empty()) {
     std::ofstream out(o.json_path, std::ios::trunc);
     if (!out) ThrowError(ErrorCode::kIo, "--json {}: cannot open for writing", o.json_path);
-    out << "{\"backend\": \"" << backend->name() << "\", \"kv_cache\": \"" << kv_cache << "\", \"rows\": [";
+    out << "{\"backend\": \"" << backend->name() << "\", \"kv_cache\": \"" << kv_cache
+        << "\", \"greedy\": " << (o.greedy ? "true" : "false") << ", \"rows\": [";
     for (size_t i = 0; i < rows.size(); ++i)
       out << (i ? ", " : "") << "{\"test\": \"" << rows[i].test << "\", \"batch\": " << rows[i].batch
           << ", \"depth\": " << rows[i].depth << ", \"tokens_per_s\": " << rows[i].tokens_per_s
@@ -311,6 +318,10 @@ void RegisterBenchCommand(CLI::App& app) {
   cmd->add_option("--batch,-b", o->batches, "Generation batch sizes, comma-separated")->capture_default_str();
   cmd->add_option("--repetitions,-r", o->repetitions, "Timed prompt runs (median reported)")->capture_default_str();
   cmd->add_option("--json", o->json_path, "Also write the results as JSON to this file");
+  cmd->add_flag("--greedy", o->greedy,
+                "Generation steps take the backend's greedy picks, as the server does for greedy requests "
+                "(no penalties, logit_bias, logprobs or grammar), instead of reading all their logits back "
+                "(a backend that picks on the device reads back only the ids; the CPU scans the logits)");
   cmd->add_option("--num-layers", o->num_layers,
                   "With --dummy-weights: keep only the first N layers, to measure a model larger than the device "
                   "per layer (a hybrid keeps its layer pattern)");
