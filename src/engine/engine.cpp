@@ -310,7 +310,14 @@ void Engine::Step() {
         picks_[i].sample.token = greedy_ids[i];
         continue;
       }
-      if (logits.empty()) logits = model_.LastLogits();
+      if (logits.empty()) {
+        try {
+          logits = model_.LastLogits();
+        } catch (...) {
+          picks_[i].error = std::current_exception();
+          continue;
+        }
+      }
       PickToken(*picking[i], row_of(i), picks_[i]);
     }
   } else {
