@@ -134,12 +134,12 @@ void Model::Forward(const ForwardBatch& batch, SequenceState& state, std::vector
 }
 
 std::span<float> Model::Forward(const ForwardBatch& batch, SequenceState& state) {
-  last_logits_ = RunForward(batch, state);
+  last_logits_ = RunForward(batch, state, /*greedy=*/false);
   return last_logits_ ? backend_.ReadToHost(*last_logits_) : std::span<float>{};
 }
 
 std::vector<int32_t> Model::ForwardGreedy(const ForwardBatch& batch, SequenceState& state, int64_t sampleable) {
-  last_logits_ = RunForward(batch, state);
+  last_logits_ = RunForward(batch, state, /*greedy=*/true);
   return last_logits_ ? backend_.PickGreedy(*last_logits_, sampleable) : std::vector<int32_t>{};
 }
 
@@ -148,7 +148,7 @@ std::span<float> Model::LastLogits() {
   return backend_.ReadToHost(*last_logits_);
 }
 
-std::optional<Tensor> Model::RunForward(const ForwardBatch& batch, SequenceState& state) {
+std::optional<Tensor> Model::RunForward(const ForwardBatch& batch, SequenceState& state, bool greedy) {
   last_logits_.reset();  // scratch of the pass before, which ResetScratch below ends
   const int64_t n = static_cast<int64_t>(batch.tokens.size());
   for (int64_t i = 0; i < n; ++i) {
@@ -187,7 +187,7 @@ std::optional<Tensor> Model::RunForward(const ForwardBatch& batch, SequenceState
   // A decode step (one token per sequence) of the shape of the last one: the backend may run it as it
   // ran that one, with the new ids and positions, without the layers being queued again.
   // (The backend only replays the pass that ran last of that shape, whose logits replay_ says where.)
-  const std::optional<uint64_t> shape = DecodeShape(batch);
+  const std::optional<uint64_t> shape = DecodeShape(batch, greedy);
   if (shape && be.ReplayForward(*shape, layout, state)) {
     INFX_CHECK(replay_ && replay_->shape == *shape);
     state.Advance(layout);
@@ -216,7 +216,7 @@ std::optional<Tensor> Model::RunForward(const ForwardBatch& batch, SequenceState
   return out;
 }
 
-std::optional<uint64_t> Model::DecodeShape(const ForwardBatch& batch) const {
+std::optional<uint64_t> Model::DecodeShape(const ForwardBatch& batch, bool greedy) const {
   uint64_t h = 0x6a09e667f3bcc908ull;
   auto mix = [&h](uint64_t v) {
     h = (h ^ v) * 0x9e3779b97f4a7c15ull;
@@ -233,6 +233,7 @@ std::optional<uint64_t> Model::DecodeShape(const ForwardBatch& batch) const {
   }
   mix(batch.logit_rows.size());
   for (int32_t r : batch.logit_rows) mix(static_cast<uint64_t>(r));
+  mix(greedy ? 1 : 0);
   return h;
 }
 

@@ -66,12 +66,14 @@ class Model {
   std::span<float> LastLogits();
 
  private:
-  // The forward pass of Forward and ForwardGreedy: the logits [logit rows, vocab] in the backend's scratch,
-  // or nullopt when the batch has no logit rows.
-  std::optional<Tensor> RunForward(const ForwardBatch& batch, SequenceState& state);
+  // The forward pass of Forward and ForwardGreedy (greedy): the logits [logit rows, vocab] in the backend's
+  // scratch, or nullopt when the batch has no logit rows.
+  std::optional<Tensor> RunForward(const ForwardBatch& batch, SequenceState& state, bool greedy);
   // Everything about a decode step's batch (one token per sequence) but its ids and positions, hashed;
   // nullopt for other batches. Backend::ReplayForward's `shape`.
-  std::optional<uint64_t> DecodeShape(const ForwardBatch& batch) const;
+  // greedy: the pass's picks follow it (ForwardGreedy), which a backend may record with the step, so such
+  // steps are a shape apart from those whose logits are read.
+  std::optional<uint64_t> DecodeShape(const ForwardBatch& batch, bool greedy) const;
 
   ModelConfig config_;
   std::unique_ptr<WeightSource> files_;
