@@ -50,8 +50,8 @@ class EngineTest : public ::testing::Test {
     model_ = LoadModel(*files_, *backend_);
     tokenizer_ = Tokenizer::Load(*files_);
   }
-  std::unique_ptr<Engine> MakeEngine(int slots, size_t queue, int64_t context = 512, int64_t chunk = 7,
-                                     int sampling_threads = 0, KvCacheType kv = KvCacheType::kActivation) {
+  static EngineOptions Options(int slots, size_t queue, int64_t context = 512, int64_t chunk = 7,
+                               int sampling_threads = 0, KvCacheType kv = KvCacheType::kActivation) {
     EngineOptions o;
     o.kv_cache_type = kv;
     o.sampling_threads = sampling_threads;
@@ -60,7 +60,11 @@ class EngineTest : public ::testing::Test {
     o.max_context = context;
     o.prefill_chunk = chunk;  // small: long prompts are prefilled over several steps, mixed with decodes
     o.max_batch_tokens = 16;
-    return std::make_unique<Engine>(*model_, *tokenizer_, o);
+    return o;
+  }
+  std::unique_ptr<Engine> MakeEngine(int slots, size_t queue, int64_t context = 512, int64_t chunk = 7,
+                                     int sampling_threads = 0, KvCacheType kv = KvCacheType::kActivation) {
+    return std::make_unique<Engine>(*model_, *tokenizer_, Options(slots, queue, context, chunk, sampling_threads, kv));
   }
   GenerationRequest Greedy(std::vector<int32_t> prompt, int n) {
     GenerationRequest r;
@@ -136,12 +140,7 @@ TEST_F(EngineTest, GreedyTokensDoNotDependOnWhoPicksThem) {
   auto model = LoadModel(*files_, backend);
   for (const bool greedy_picks : {true, false}) {
     for (const bool with_sampled : {false, true}) {
-      EngineOptions o;
-      o.max_slots = 4;
-      o.max_queue = 16;
-      o.max_context = 512;
-      o.prefill_chunk = 7;
-      o.max_batch_tokens = 16;
+      EngineOptions o = Options(4, 16);
       o.greedy_picks = greedy_picks;
       const int calls_before = backend.calls;
       Engine engine(*model, *tokenizer_, o);

@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <functional>
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cuda/f8_layout.h"
@@ -199,6 +200,41 @@ class GpuTinyModel : public ::testing::TestWithParam<std::string> {
     return r;
   }
 
+  // Runs of `steps` decode steps of three shapes on one state of `m` (both slots, slot 0, slot 1, both
+  // again) after prompts of 6 and 3 tokens in slots 0 and 1. step(state, batch) runs a step and returns
+  // each row's next token, or nothing to continue the prompts' tokens.
+  using DecodeStep = std::function<std::vector<int32_t>(SequenceState&, const ForwardBatch&)>;
+  void DecodeShapes(Model& m, int steps, const DecodeStep& step) {
+    const std::vector<int32_t> prompt[2] = {ref_->Ids("prompt.2.ids"), ref_->Ids("prompt.1.ids")};
+    auto state = m.backend().CreateState(m.MakeStateSpec(2, 64));
+    int64_t pos[2] = {6, 3};
+    std::vector<float> logits;
+    for (int slot = 0; slot < 2; ++slot) {
+      const std::vector<int32_t>& p = prompt[slot];
+      m.Forward(ForwardBatch::Single({p.begin(), p.begin() + pos[slot]}, slot, 0, false), *state, logits);
+    }
+    int32_t next[2] = {prompt[0][6], prompt[1][3]};
+    for (int shape : {0, 1, 2, 0}) {
+      for (int i = 0; i < steps; ++i) {
+        ForwardBatch batch;
+        std::vector<int> slots;
+        for (int slot = 0; slot < 2; ++slot) {
+          if (shape != 0 && shape != slot + 1) continue;
+          const int32_t row = static_cast<int32_t>(batch.tokens.size());
+          batch.tokens.push_back(next[slot]);
+          batch.seqs.push_back(BatchSeq{slot, row, 1, pos[slot]++});
+          batch.logit_rows.push_back(row);
+          slots.push_back(slot);
+        }
+        const std::vector<int32_t> picked = step(*state, batch);
+        for (size_t r = 0; r < slots.size(); ++r) {
+          const std::vector<int32_t>& p = prompt[slots[r]];
+          next[slots[r]] = r < picked.size() ? picked[r] : p[static_cast<size_t>(pos[slots[r]]) % p.size()];
+        }
+      }
+    }
+  }
+
   std::unique_ptr<DirFileSet> files_;
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<Model> model_;
@@ -348,29 +384,14 @@ TEST_P(GpuTinyModel, ReplayedDecodeStepsAreTheQueuedOnes) {
   auto& verifying_backend = rig.verifying_backend;
   auto& verifying = rig.verifying;
   auto& eager = rig.eager;
-  std::vector<int32_t> a = ref_->Ids("prompt.2.ids"), b = ref_->Ids("prompt.1.ids");
   constexpr int kRun = 5;  // steps per shape: the first two are queued (run once, then captured)
   auto run = [&](Model& m) {
-    auto state = m.backend().CreateState(m.MakeStateSpec(2, 64));
     std::vector<float> all, logits;
-    m.Forward(ForwardBatch::Single({a.begin(), a.begin() + 6}, 0, 0, false), *state, logits);
-    m.Forward(ForwardBatch::Single({b.begin(), b.begin() + 3}, 1, 0, false), *state, logits);
-    int64_t pos[2] = {6, 3};
-    for (int shape : {0, 1, 2, 0}) {  // both slots, slot 0, slot 1, both again
-      for (int i = 0; i < kRun; ++i) {
-        ForwardBatch batch;
-        for (int slot = 0; slot < 2; ++slot) {
-          if (shape != 0 && shape != slot + 1) continue;
-          const int32_t row = static_cast<int32_t>(batch.tokens.size());
-          batch.tokens.push_back((slot == 0 ? a : b)[static_cast<size_t>(pos[slot]) % (slot == 0 ? a : b).size()]);
-          batch.seqs.push_back(BatchSeq{slot, row, 1, pos[slot]});
-          batch.logit_rows.push_back(row);
-          ++pos[slot];
-        }
-        m.Forward(batch, *state, logits);
-        all.insert(all.end(), logits.begin(), logits.end());
-      }
-    }
+    DecodeShapes(m, kRun, [&](SequenceState& state, const ForwardBatch& batch) {
+      m.Forward(batch, state, logits);
+      all.insert(all.end(), logits.begin(), logits.end());
+      return std::vector<int32_t>{};
+    });
     return all;
   };
   const std::optional<BackendCounters> before = ReadBackendCounters(*backend_);
@@ -396,44 +417,28 @@ TEST_P(GpuTinyModel, ReplayedDecodeStepsAreTheQueuedOnes) {
 // backend that verifies each replay finds none wrong).
 TEST_P(GpuTinyModel, GreedyPicksOfReplayedStepsAreTheLogitsPicks) {
   ReplayRig rig = MakeReplayRig();
-  std::vector<int32_t> a = ref_->Ids("prompt.2.ids"), b = ref_->Ids("prompt.1.ids");
   const int64_t vocab = model_->config().vocab_size, sampleable = vocab - 3;
   constexpr int kRun = 5;
   auto run = [&](Model& m, bool picks) {
-    auto state = m.backend().CreateState(m.MakeStateSpec(2, 64));
-    std::vector<float> logits;
-    m.Forward(ForwardBatch::Single({a.begin(), a.begin() + 6}, 0, 0, false), *state, logits);
-    m.Forward(ForwardBatch::Single({b.begin(), b.begin() + 3}, 1, 0, false), *state, logits);
-    int64_t pos[2] = {6, 3};
-    int32_t next[2] = {a[6], b[3]};
     std::vector<int32_t> all;
-    for (int shape : {0, 1, 2, 0}) {  // both slots, slot 0, slot 1, both again
-      for (int i = 0; i < kRun; ++i) {
-        ForwardBatch batch;
-        std::vector<int> slots;
-        for (int slot = 0; slot < 2; ++slot) {
-          if (shape != 0 && shape != slot + 1) continue;
-          const int32_t row = static_cast<int32_t>(batch.tokens.size());
-          batch.tokens.push_back(next[slot]);
-          batch.seqs.push_back(BatchSeq{slot, row, 1, pos[slot]++});
-          batch.logit_rows.push_back(row);
-          slots.push_back(slot);
-        }
-        std::vector<int32_t> got;
-        if (picks) {
-          got = m.ForwardGreedy(batch, *state, sampleable);
-        } else {
-          m.Forward(batch, *state, logits);
-          got = PickGreedyRows(logits, static_cast<int64_t>(slots.size()), vocab, sampleable);
-        }
-        EXPECT_EQ(got.size(), slots.size());
-        for (size_t r = 0; r < slots.size() && r < got.size(); ++r) {
-          EXPECT_GE(got[r], 0);
-          next[slots[r]] = std::max(got[r], 0);
-        }
-        all.insert(all.end(), got.begin(), got.end());
+    std::vector<float> logits;
+    DecodeShapes(m, kRun, [&](SequenceState& state, const ForwardBatch& batch) {
+      const int64_t rows = static_cast<int64_t>(batch.logit_rows.size());
+      std::vector<int32_t> got;
+      if (picks) {
+        got = m.ForwardGreedy(batch, state, sampleable);
+      } else {
+        m.Forward(batch, state, logits);
+        got = PickGreedyRows(logits, rows, vocab, sampleable);
       }
-    }
+      EXPECT_EQ(static_cast<int64_t>(got.size()), rows);
+      all.insert(all.end(), got.begin(), got.end());
+      for (int32_t& id : got) {
+        EXPECT_GE(id, 0);
+        id = std::max(id, 0);
+      }
+      return got;
+    });
     return all;
   };
   const std::vector<int32_t> expected = run(*rig.eager, false);
