@@ -1,14 +1,14 @@
 // Greedy picks over logit rows on the host: Backend::PickGreedy's default and the reference its device
-// forms are tested against (ops.h).
+// forms are tested against (ops.h), from the scan the engine's sampler makes of a row (base/logit_scan.h).
 #pragma once
 
-#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <span>
 #include <vector>
 
 #include "base/check.h"
+#include "base/logit_scan.h"
 
 namespace infernix {
 
@@ -24,22 +24,9 @@ inline std::vector<int32_t> PickGreedyRows(std::span<const float> logits, int64_
                  "sampleable {} of {} columns", sampleable, cols);
   std::vector<int32_t> ids(static_cast<size_t>(rows), -1);
   for (int64_t r = 0; r < rows; ++r) {
-    const float* row = logits.data() + r * cols;
-    float best = -std::numeric_limits<float>::infinity();
-    int64_t best_i = -1;
-    bool bad = false;
-    for (int64_t i = 0; i < sampleable; ++i) {
-      const float v = row[i];
-      if (std::isnan(v) || v == std::numeric_limits<float>::infinity()) {
-        bad = true;
-        break;
-      }
-      if (v > best) {  // strict: the lowest index among equal values
-        best = v;
-        best_i = i;
-      }
-    }
-    if (!bad) ids[static_cast<size_t>(r)] = static_cast<int32_t>(best_i);  // -1 when all are -inf
+    const LogitScan scan = ScanLogits(logits.subspan(static_cast<size_t>(r * cols), static_cast<size_t>(sampleable)));
+    if (scan.invalid < 0 && scan.max != -std::numeric_limits<float>::infinity())
+      ids[static_cast<size_t>(r)] = static_cast<int32_t>(scan.argmax);
   }
   return ids;
 }

@@ -8,6 +8,8 @@
 #include <string>
 
 #include "base/check.h"
+#include "base/logit_scan.h"
+#include "base/simd4.h"
 #include "base/error.h"
 
 namespace infernix {
@@ -24,35 +26,10 @@ constexpr int kMaxTopLogprobs = 20;
 constexpr int64_t kBlock = 256;  // sums accumulate f32 lanes per block, blocks in f64
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
-// ---- 4-lane kernels (GCC/Clang vector extensions: SSE2 on x86-64, NEON on AArch64) ----
+// ---- 4-lane kernels (base/simd4.h) ----
 
-typedef float F4 __attribute__((vector_size(16)));
-typedef int32_t I4 __attribute__((vector_size(16)));
-typedef uint32_t U4 __attribute__((vector_size(16)));
-
-inline F4 Load4(const float* p) {
-  F4 v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-
-inline I4 LoadI4(const int32_t* p) {
-  I4 v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-
-inline void Store4(float* p, F4 v) { std::memcpy(p, &v, sizeof v); }
-
-inline F4 Broadcast(float x) { return F4{x, x, x, x}; }
-
-inline F4 Select(I4 mask, F4 if_true, F4 if_false) {
-  return reinterpret_cast<F4>((mask & reinterpret_cast<I4>(if_true)) | (~mask & reinterpret_cast<I4>(if_false)));
-}
-
-inline bool AnyLane(I4 mask) { return (mask[0] | mask[1] | mask[2] | mask[3]) != 0; }
-
-inline float LaneSum(F4 v) { return (v[0] + v[1]) + (v[2] + v[3]); }
+using simd4::AnyLane, simd4::Broadcast, simd4::F4, simd4::I4, simd4::LaneSum, simd4::Load4, simd4::LoadI4,
+    simd4::Select, simd4::Store4, simd4::U4;
 
 // 8 lanes for the exp sums: one AVX2 register where the CPU has it (a clone of BlockExpSum picked
 // at load time on x86-64), two 4-lane registers elsewhere.
@@ -120,41 +97,6 @@ double ExpSum(std::span<const float> x, float m, float s) {
   const int64_t n = static_cast<int64_t>(x.size());
   for (int64_t b = 0; b < n; b += kBlock) total += BlockExpSum(x.data() + b, std::min(kBlock, n - b), m, s, nullptr);
   return total;
-}
-
-struct Scan {
-  float max = -kInf;
-  int64_t argmax = 0;    // lowest index holding max
-  int64_t invalid = -1;  // lowest index holding NaN or +inf, or -1
-};
-
-Scan ScanLogits(std::span<const float> x) {
-  const int64_t n = static_cast<int64_t>(x.size());
-  F4 m0 = Broadcast(-kInf), m1 = m0;
-  I4 nan = {};
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const F4 a = Load4(x.data() + i), b = Load4(x.data() + i + 4);
-    m0 = Select(a > m0, a, m0);
-    m1 = Select(b > m1, b, m1);
-    nan |= (a != a) | (b != b);
-  }
-  Scan s;
-  for (int j = 0; j < 4; ++j) s.max = std::max({s.max, m0[j], m1[j]});
-  bool bad = AnyLane(nan);
-  for (; i < n; ++i) {
-    bad |= std::isnan(x[i]);
-    s.max = std::max(s.max, x[i]);
-  }
-  if (bad || s.max == kInf) {
-    for (int64_t j = 0; j < n; ++j)
-      if (std::isnan(x[j]) || x[j] == kInf) {
-        s.invalid = j;
-        return s;
-      }
-  }
-  while (x[s.argmax] != s.max) ++s.argmax;
-  return s;
 }
 
 double Uniform(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
@@ -520,7 +462,7 @@ SampleResult Sampler::Sample(std::span<float> logits, std::span<const uint32_t> 
   INFX_CHECK_MSG(allowed_mask.empty() || static_cast<int64_t>(allowed_mask.size()) == (vocab_ + 31) / 32,
                  "allowed_mask has {} words, expected {}", allowed_mask.size(), (vocab_ + 31) / 32);
   ApplyProcessing(logits, allowed_mask);
-  const Scan scan = ScanLogits(logits);
+  const LogitScan scan = ScanLogits(logits);
   if (scan.invalid >= 0)
     ThrowError(ErrorCode::kInternal, "logits: token {} has the non-finite value {}", scan.invalid,
                logits[scan.invalid]);
