@@ -91,6 +91,8 @@ CudaBackend::CudaBackend(const CudaOptions& options)
   gemv_counter_ = cuda::DeviceBuffer(5 * sizeof(int32_t), "GEMV block counters");
   INFX_CUDA_CHECK(cudaMemset(gemv_counter_.data(), 0, gemv_counter_.size_bytes()));
   gemv_sums_ = cuda::DeviceBuffer(kGemvSumsCapacity * sizeof(float), "GEMV sums of squares");
+  greedy_counter_ = cuda::DeviceBuffer(cuda::kGreedyMaxRows * sizeof(int32_t), "greedy pick counters");
+  INFX_CUDA_CHECK(cudaMemset(greedy_counter_.data(), 0, greedy_counter_.size_bytes()));
   gdn_sums_ = cuda::DeviceBuffer(cuda::kGdnFusedMaxRows * 32 * sizeof(float), "DeltaNet norm sums");
   gdn_counter_ = cuda::DeviceBuffer(cuda::kGdnFusedMaxRows * sizeof(int32_t), "DeltaNet norm counters");
   INFX_CUDA_CHECK(cudaMemset(gdn_counter_.data(), 0, gdn_counter_.size_bytes()));
@@ -423,6 +425,7 @@ std::unique_ptr<SequenceState> CudaBackend::CreateState(const StateSpec& spec) {
 bool CudaBackend::ReplayForward(uint64_t shape, const BatchLayout& layout, SequenceState& state) {
   const CudaState& st = AsCudaState(state, this);
   queuing_forward_.reset();
+  replayed_pick_.reset();
   if (!options_.replay_steps || !options_.graphs) return false;
   Layout(layout);  // queued now, as the first op that needs it would (every pass then starts the same way)
   ForwardUnit f{shape, st.serial(), recorder_.flushes(), recorder_.queued_key_bytes()};
@@ -434,6 +437,7 @@ bool CudaBackend::ReplayForward(uint64_t shape, const BatchLayout& layout, Seque
   if (same && !options_.verify_replay) {
     recorder_.ReplayWithPrefix(last_forward_->hash);
     ReleaseStaging();
+    if (last_forward_pick_ && last_forward_pick_->hash == last_forward_->hash) replayed_pick_ = last_forward_pick_;
     return true;
   }
   f.verify = same;  // verify_replay: the ops about to be queued must make that unit

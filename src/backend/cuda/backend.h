@@ -50,6 +50,9 @@ class CudaBackend final : public Backend {
   void CopyToBackend(const void* host, Tensor dst) override;
   void CopyToHost(const Tensor& src, void* host) override;
   std::span<float> ReadToHost(const Tensor& src) override;
+  // The picks on the device (GreedyRows) and only the ids read back. A decode step recorded with its pick
+  // holds the greedy kernel in its unit; after a replay of it the ids are read from where it wrote them.
+  std::vector<int32_t> PickGreedy(const Tensor& logits, int64_t sampleable) override;
   std::unique_ptr<SequenceState> CreateState(const StateSpec& spec) override;
   bool ReplayForward(uint64_t shape, const BatchLayout& layout, SequenceState& state) override;
 
@@ -83,9 +86,11 @@ class CudaBackend final : public Backend {
   void GatherRows(const Tensor& x, const std::vector<int32_t>& rows, Tensor out) override;
 
   // ---- CUDA only ----
-  // Sampling-side reductions over f32 logits [rows, vocab]: ids i32 [rows]; values f32 / ids i32
-  // [rows, k] in descending order (ties to the lower index), k <= 256; out f32 [rows].
-  void ArgmaxRows(const Tensor& logits, Tensor ids);
+  // Sampling-side reductions over f32 logits [rows, vocab]: greedy picks over the first `sampleable`
+  // columns into ids i32 [rows] (greedy.h's PickGreedyRows: -1 for a row with NaN or +inf there, or only
+  // -inf); values f32 / ids i32 [rows, k] in descending order (ties to the lower index), k <= 256; out f32
+  // [rows].
+  void GreedyRows(const Tensor& logits, int64_t sampleable, Tensor ids);
   void TopKRows(const Tensor& logits, int k, Tensor values, Tensor ids);
   void LogSumExpRows(const Tensor& logits, Tensor out);
 
@@ -217,6 +222,16 @@ class CudaBackend final : public Backend {
     bool verify = false;      // verify_replay: it would have replayed `hash`
   };
   std::optional<ForwardUnit> queuing_forward_, last_forward_;
+  // PickGreedy: the pick recorded with last_forward_'s unit (its logits, sampleable ids, rows, the ids'
+  // scratch and the unit's key), and the one a replay of that unit has just written, which the pick after
+  // the replay reads instead of picking again (the model keeps steps with and without picks a shape apart).
+  struct RecordedPick {
+    const void* logits = nullptr;
+    int64_t sampleable = 0, rows = 0;
+    void* ids = nullptr;
+    uint64_t hash = 0;
+  };
+  std::optional<RecordedPick> last_forward_pick_, replayed_pick_;
   int64_t states_made_ = 0;  // serials of the CudaStates made here
   // CopyToHost: the forward pass being queued, if any, ends with this unit.
   void EndForward();
@@ -304,6 +319,9 @@ class CudaBackend final : public Backend {
   // Zero-initialised ints through which the splits of the fused decode attention elect the one that merges
   // them, one per (token, KV head) (cuda::DecodeAttentionFusion).
   cuda::DeviceBuffer attention_counter_;
+  // Zero-initialised ints through which the blocks of a row's greedy pick elect the one that combines
+  // them, one per row (cuda::LaunchGreedyRows, up to kGreedyMaxRows rows a launch).
+  cuda::DeviceBuffer greedy_counter_;
 };
 
 }  // namespace infernix

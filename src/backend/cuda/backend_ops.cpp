@@ -1,6 +1,7 @@
 // The CUDA backend's ops: argument checks on the host, then queued launcher calls (kernels.h).
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "backend/cuda/backend.h"
 #include "backend/cuda/check.h"
@@ -748,9 +749,40 @@ void CudaBackend::MoeExpertsWithShared(const Tensor& x, const Tensor& weights, c
   Backend::MoeExpertsWithShared(x, weights, ids, experts, shared, out);
 }
 
-void CudaBackend::ArgmaxRows(const Tensor& logits, Tensor ids) {
+void CudaBackend::GreedyRows(const Tensor& logits, int64_t sampleable, Tensor ids) {
   INFX_CHECK(logits.dtype == DType::kF32 && ids.dtype == DType::kI32 && ids.numel() == logits.rows());
-  Enqueue(cuda::LaunchArgmaxRows, logits.as<const float>(), logits.rows(), logits.cols(), ids.as<int32_t>());
+  INFX_CHECK(sampleable >= 1 && sampleable <= logits.cols());
+  const int64_t rows = logits.rows(), cols = logits.cols();
+  for (int64_t r0 = 0; r0 < rows; r0 += cuda::kGreedyMaxRows) {  // the counters serve one launch at a time
+    const int64_t n = std::min(cuda::kGreedyMaxRows, rows - r0);
+    Tensor parts = Scratch(DType::kI32, {n * cuda::kGreedySplits * 3});  // cuda::GreedyPart: 3 words
+    Enqueue(cuda::LaunchGreedyRows, logits.as<const float>() + r0 * cols, n, cols, sampleable,
+            reinterpret_cast<cuda::GreedyPart*>(parts.as<int32_t>()), static_cast<int32_t*>(greedy_counter_.data()),
+            ids.as<int32_t>() + r0);
+  }
+}
+
+std::vector<int32_t> CudaBackend::PickGreedy(const Tensor& logits, int64_t sampleable) {
+  INFX_CHECK(logits.dtype == DType::kF32);
+  const int64_t rows = logits.rows();
+  std::vector<int32_t> out(static_cast<size_t>(rows));
+  const std::optional<RecordedPick> replayed = std::exchange(replayed_pick_, std::nullopt);
+  if (replayed && replayed->logits == logits.data && replayed->sampleable == sampleable && replayed->rows == rows) {
+    Tensor ids;  // the recorded pass's scratch, which the replayed unit has just written
+    ids.data = replayed->ids;
+    ids.dtype = DType::kI32;
+    ids.shape = {rows};
+    CopyToHost(ids, out.data());
+    return out;
+  }
+  const bool recording = queuing_forward_.has_value();
+  Tensor ids = Scratch(DType::kI32, {rows});
+  GreedyRows(logits, sampleable, ids);
+  CopyToHost(ids, out.data());  // ends the pass (EndForward): last_forward_ is now this pass's unit, or none
+  last_forward_pick_.reset();
+  if (recording && last_forward_)
+    last_forward_pick_ = RecordedPick{logits.data, sampleable, rows, ids.data, last_forward_->hash};
+  return out;
 }
 
 void CudaBackend::TopKRows(const Tensor& logits, int k, Tensor values, Tensor ids) {

@@ -481,7 +481,19 @@ void LaunchMoeGemv(cudaStream_t s, const void* x, const float* weights, const in
                    int32_t* sync);
 
 // ---- sampling-side reductions (sampling.cu); logits f32 [rows, cols] ----
-void LaunchArgmaxRows(cudaStream_t s, const float* logits, int64_t rows, int64_t cols, int32_t* ids);
+// Greedy picks (greedy.h, PickGreedyRows): ids[r] = the lowest index of the largest of row r's first
+// `sampleable` values, or -1 where one of them is NaN or +inf or all are -inf. Each row is split over
+// kGreedySplits blocks; parts: rows * kGreedySplits entries of scratch; counters: rows zeroed ints, left
+// zeroed (the last block of a row resets its own). rows <= kGreedyMaxRows.
+struct GreedyPart {
+  float v;
+  int32_t i, bad;
+};
+static_assert(sizeof(GreedyPart) == 3 * sizeof(int32_t), "the backend allocates parts as 3 words each");
+constexpr int kGreedySplits = 32;
+constexpr int64_t kGreedyMaxRows = 1024;
+void LaunchGreedyRows(cudaStream_t s, const float* logits, int64_t rows, int64_t cols, int64_t sampleable,
+                      GreedyPart* parts, int32_t* counters, int32_t* ids);
 // The k largest per row, descending, ties to the lower index. k <= 256.
 void LaunchTopKRows(cudaStream_t s, const float* logits, int64_t rows, int64_t cols, int32_t k, float* values,
                     int32_t* ids);

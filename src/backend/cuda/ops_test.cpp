@@ -169,6 +169,43 @@ TEST(CudaOps, RopeFullAndPartialAtLargePositions) {
   }
 }
 
+// Greedy picks on the device equal greedy.h's on the host: ties across the blocks a row is split over,
+// the best value in the padding past `sampleable`, NaN or +inf among the sampleable ids (and a NaN in the
+// padding, which does not count), a row of -inf, the first and the last sampleable id; then as a
+// backend's PickGreedy (only the ids read back), for more rows than one launch takes.
+TEST(CudaSampling, GreedyPicksEqualTheHostPicks) {
+  INFX_REQUIRE_GPU();
+  Rig rig;
+  const int64_t vocab = 151936, sampleable = vocab - 267, rows = 9;
+  std::vector<float> logits = Rand(rows * vocab, 51, -20, 20);
+  float* r = logits.data();
+  r[100] = r[vocab - 300] = 30.0f;                      // row 0: a tie in the first and the last block
+  r[vocab + sampleable] = 90.0f;                        // row 1: the largest is padding
+  r[vocab + 5000] = 40.0f;
+  r[2 * vocab + 77] = std::nanf("");                    // row 2: NaN
+  r[3 * vocab + sampleable - 1] = INFINITY;             // row 3: +inf at the last sampleable id
+  std::fill(r + 4 * vocab, r + 5 * vocab, -INFINITY);   // row 4: only -inf
+  r[5 * vocab + vocab - 1] = std::nanf("");             // row 5: NaN in the padding only
+  r[5 * vocab] = 35.0f;
+  r[6 * vocab + sampleable - 1] = 35.0f;                // row 6: the last sampleable id
+  r[7 * vocab + 3] = -INFINITY;                         // row 7: one -inf among finite values
+  for (int64_t i = 0; i < vocab; ++i) r[8 * vocab + i] = 1.0f;  // row 8: all equal: id 0
+  const std::vector<int32_t> want = PickGreedyRows(logits, rows, vocab, sampleable);
+  EXPECT_EQ(want, (std::vector<int32_t>{100, 5000, -1, -1, -1, 0, static_cast<int32_t>(sampleable - 1), want[7], 0}));
+  auto l = rig.F32({rows, vocab}, logits);
+  auto ids = rig.gpu.Scratch(DType::kI32, {rows});
+  rig.gpu.GreedyRows(l.gpu, sampleable, ids);
+  std::vector<float> got = rig.Gpu(ids);
+  for (int64_t i = 0; i < rows; ++i) EXPECT_EQ(static_cast<int32_t>(got[static_cast<size_t>(i)]), want[static_cast<size_t>(i)]) << "row " << i;
+  EXPECT_EQ(rig.gpu.PickGreedy(l.gpu, sampleable), want);
+  // More rows than a launch takes (kGreedyMaxRows), in small rows.
+  const int64_t many = cuda::kGreedyMaxRows + 37, cols = 300;
+  std::vector<float> small = Rand(many * cols, 52, -5, 5);
+  for (int64_t i = 0; i < many; i += 7) small[static_cast<size_t>(i * cols + (i % cols))] = 9.0f;
+  auto s = rig.F32({many, cols}, small);
+  EXPECT_EQ(rig.gpu.PickGreedy(s.gpu, cols - 1), PickGreedyRows(small, many, cols, cols - 1));
+}
+
 TEST(CudaSampling, ArgmaxTopKLogSumExp) {
   INFX_REQUIRE_GPU();
   Rig rig;
@@ -183,7 +220,7 @@ TEST(CudaSampling, ArgmaxTopKLogSumExp) {
   auto top_v = rig.gpu.Scratch(DType::kF32, {rows, k});
   auto top_i = rig.gpu.Scratch(DType::kI32, {rows, k});
   auto lse = rig.gpu.Scratch(DType::kF32, {rows});
-  rig.gpu.ArgmaxRows(l.gpu, ids);
+  rig.gpu.GreedyRows(l.gpu, vocab, ids);
   rig.gpu.TopKRows(l.gpu, k, top_v, top_i);
   rig.gpu.LogSumExpRows(l.gpu, lse);
   std::vector<float> got_ids = rig.Gpu(ids), got_v = rig.Gpu(top_v), got_i = rig.Gpu(top_i), got_lse = rig.Gpu(lse);

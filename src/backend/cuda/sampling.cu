@@ -1,6 +1,7 @@
-// Sampling-side reductions over f32 logit rows, one block per row: argmax, the top-k candidates
-// (descending, ties to the lower index; top-p is applied by the caller over these), and logsumexp for
-// log-probabilities. Ties always go to the lower index, as torch.argmax does.
+// Sampling-side reductions over f32 logit rows: greedy picks (greedy.h's PickGreedyRows on the device,
+// each row split over kGreedySplits blocks), and, one block per row, the top-k candidates (descending,
+// ties to the lower index; top-p is applied by the caller over these) and logsumexp for log-probabilities.
+// Ties always go to the lower index, as torch.argmax does.
 #include <cfloat>
 #include <cmath>
 
@@ -39,13 +40,40 @@ __device__ __forceinline__ Best BlockBest(Best b, Best* shared) {
   return r;
 }
 
-__global__ void __launch_bounds__(kThreads) ArgmaxKernel(const float* logits, int64_t cols, int32_t* ids) {
+// Block (row, part) of a greedy pick: the best (value, index) among the part's share of the row's first
+// `sampleable` values and whether one of them is NaN or +inf, into parts[row * kGreedySplits + part]; the
+// last block of the row to arrive combines the parts (Better orders (value, index) totally, so the order
+// of arrival does not matter) into ids[row]: the index, or -1 (a NaN or +inf, or only -inf).
+__global__ void __launch_bounds__(kThreads)
+    GreedyKernel(const float* logits, int64_t cols, int64_t sampleable, GreedyPart* parts, int32_t* counters,
+                 int32_t* ids) {
   __shared__ Best shared[kThreads / 32];
-  const float* row = logits + static_cast<int64_t>(blockIdx.x) * cols;
+  const int row = static_cast<int>(blockIdx.x) / kGreedySplits, part = static_cast<int>(blockIdx.x) % kGreedySplits;
+  const float* l = logits + static_cast<int64_t>(row) * cols;
+  const int64_t per = (sampleable + kGreedySplits - 1) / kGreedySplits;
+  const int64_t begin = part * per, end = min(sampleable, begin + per);
   Best b{-INFINITY, INT32_MAX};
-  for (int64_t i = threadIdx.x; i < cols; i += kThreads) b = Better(b, Best{row[i], static_cast<int>(i)});
+  bool bad = false;
+  for (int64_t i = begin + threadIdx.x; i < end; i += kThreads) {
+    const float v = __ldg(l + i);
+    bad |= isnan(v) || v == INFINITY;
+    if (v > b.v) b = Best{v, static_cast<int>(i)};  // strict, i rising: this thread's lowest index
+  }
+  bad = __syncthreads_or(bad) != 0;
   b = BlockBest(b, shared);
-  if (threadIdx.x == 0) ids[blockIdx.x] = b.i == INT32_MAX ? 0 : b.i;
+  if (threadIdx.x == 0) parts[blockIdx.x] = GreedyPart{b.v, b.i, bad ? 1 : 0};
+  if (!LastBlockToArrive(counters + row, kGreedySplits)) return;
+  if (threadIdx.x >= 32) return;
+  static_assert(kGreedySplits == 32, "a lane per part");
+  const GreedyPart* p = parts + row * kGreedySplits + threadIdx.x;  // other blocks' writes: through L2
+  Best c{__ldcg(&p->v), __ldcg(&p->i)};
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) {
+    Best o{__shfl_xor_sync(0xffffffffu, c.v, off), __shfl_xor_sync(0xffffffffu, c.i, off)};
+    c = Better(c, o);
+  }
+  const bool any_bad = __any_sync(0xffffffffu, __ldcg(&p->bad) != 0);
+  if (threadIdx.x == 0) ids[row] = any_bad || c.i == INT32_MAX ? -1 : c.i;
 }
 
 // k rounds of a block argmax, each excluding what earlier rounds took (a strict order on (value, index)).
@@ -90,9 +118,12 @@ __global__ void __launch_bounds__(kThreads) LogSumExpKernel(const float* logits,
 
 }  // namespace
 
-void LaunchArgmaxRows(cudaStream_t s, const float* logits, int64_t rows, int64_t cols, int32_t* ids) {
+void LaunchGreedyRows(cudaStream_t s, const float* logits, int64_t rows, int64_t cols, int64_t sampleable,
+                      GreedyPart* parts, int32_t* counters, int32_t* ids) {
   if (rows == 0) return;
-  ArgmaxKernel<<<static_cast<unsigned>(rows), kThreads, 0, s>>>(logits, cols, ids);
+  INFX_CHECK(sampleable >= 1 && sampleable <= cols && rows <= kGreedyMaxRows);
+  GreedyKernel<<<static_cast<unsigned>(rows * kGreedySplits), kThreads, 0, s>>>(logits, cols, sampleable, parts,
+                                                                                  counters, ids);
   INFX_CUDA_CHECK_LAUNCH();
 }
 
