@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <thread>
 
@@ -142,6 +143,7 @@ TEST_F(EngineTest, GreedyTokensDoNotDependOnWhoPicksThem) {
     for (const bool with_sampled : {false, true}) {
       EngineOptions o = Options(4, 16);
       o.greedy_picks = greedy_picks;
+      o.pipeline_greedy = false;  // a row left unpicked is then read back (PipelinedGreedy... below: not so)
       const int calls_before = backend.calls;
       Engine engine(*model, *tokenizer_, o);
       std::vector<std::shared_ptr<RequestHandle>> handles;
@@ -175,6 +177,84 @@ TEST_F(EngineTest, GreedyTokensDoNotDependOnWhoPicksThem) {
       }
     }
   }
+}
+
+// A backend that counts the passes whose token ids it takes from the picks before them.
+class FeedCountingBackend : public CpuBackend {
+ public:
+  using CpuBackend::CpuBackend;
+  void FeedPickedTokens(std::span<const int32_t> rows, Tensor ids) override {
+    ++fed;
+    CpuBackend::FeedPickedTokens(rows, ids);
+  }
+  int fed = 0;
+};
+
+// Pipelined greedy steps (EngineOptions::pipeline_greedy: each decode step queued before the picks of the
+// one before are read, its ids fed from them) give the tokens of the unpipelined engine: with requests
+// that stop at a stop token, whose one step more is dropped, requests ending by max_new_tokens at different
+// steps and requests joining while others decode.
+TEST_F(EngineTest, PipelinedGreedyStepsGiveTheTokensOfUnpipelinedOnes) {
+  FeedCountingBackend backend(2);
+  auto model = LoadModel(*files_, backend);
+  std::vector<std::vector<int32_t>> tokens[2];
+  std::vector<FinishReason> reasons[2];
+  for (const bool pipeline : {false, true}) {
+    EngineOptions o = Options(3, 16);
+    o.pipeline_greedy = pipeline;
+    const int fed_before = backend.fed;
+    Engine engine(*model, *tokenizer_, o);
+    std::vector<std::shared_ptr<RequestHandle>> handles;
+    for (int i = 0; i < 6; ++i) {  // more than the slots: some join while others decode
+      GenerationRequest r = Greedy(Prompt(i), 5 + 2 * i);
+      // Odd requests of the pipelined run stop at their third token of the unpipelined one.
+      if (i % 2 == 1 && pipeline) r.stop_token_ids = {tokens[0][static_cast<size_t>(i)][2]};
+      Submission s = engine.Submit(std::move(r));
+      ASSERT_EQ(s.status, SubmitStatus::kAccepted) << s.message;
+      handles.push_back(s.handle);
+    }
+    for (auto& h : handles) {
+      Collected c = Collect(*h);
+      tokens[pipeline].push_back(c.tokens);
+      reasons[pipeline].push_back(c.final_update.finish_reason);
+    }
+    if (pipeline) {
+      EXPECT_GT(backend.fed, fed_before);
+    } else {
+      EXPECT_EQ(backend.fed, fed_before);
+    }
+  }
+  for (size_t i = 0; i < 6; ++i) {
+    std::vector<int32_t> want = tokens[0][i];
+    FinishReason reason = reasons[0][i];
+    if (i % 2 == 1) {  // the pipelined run stopped at the first occurrence of its third token
+      const auto stop = std::find(want.begin(), want.end(), want[2]);
+      want.erase(stop + 1, want.end());
+      reason = FinishReason::kStop;
+    }
+    EXPECT_EQ(tokens[1][i], want) << "request " << i;
+    EXPECT_EQ(reasons[1][i], reason) << "request " << i;
+  }
+}
+
+// A row the backend could not pick when the step after it has been queued over its logits: the request
+// ends with an error (the unpipelined engine reads such a row back and lets the sampler name the fault).
+TEST_F(EngineTest, PipelinedGreedyRowWithoutPickEndsItsRequest) {
+  HalfPickingBackend backend(2);  // every other row unpicked: a lone request's row 0 each step
+  auto model = LoadModel(*files_, backend);
+  Engine engine(*model, *tokenizer_, Options(1, 4));
+  Submission s = engine.Submit(Greedy(Prompt(0), 6));
+  ASSERT_EQ(s.status, SubmitStatus::kAccepted) << s.message;
+  Collected c = Collect(*s.handle);
+  EXPECT_EQ(c.final_update.finish_reason, FinishReason::kError);
+  EXPECT_TRUE(c.tokens.empty());
+  EXPECT_NE(c.final_update.error.find("no greedy pick"), std::string::npos) << c.final_update.error;
+  // The engine goes on: the next request (on a backend that picks every row) is served.
+  EngineOptions o = Options(1, 4);
+  Engine next(*model_, *tokenizer_, o);
+  Submission s2 = next.Submit(Greedy(Prompt(0), 6));
+  ASSERT_EQ(s2.status, SubmitStatus::kAccepted) << s2.message;
+  EXPECT_EQ(Collect(*s2.handle).tokens.size(), 6u);
 }
 
 // The sequences of a step sample at once on several threads: seeded requests with top-k / top-p,

@@ -446,6 +446,72 @@ TEST_P(GpuTinyModel, GreedyPicksOfReplayedStepsAreTheLogitsPicks) {
   EXPECT_EQ(run(*rig.verifying, true), expected);  // throws where a replay would have been wrong
 }
 
+// Pipelined greedy decode (Model::QueueGreedy: each step queued before the picks of the one before are
+// read, its ids fed from them on the device; on the CUDA backend consecutive steps alternate between two
+// recorded units, one per staging buffer) picks what steps with uploaded ids pick on a backend without
+// graphs, through captures and replays, a verifying backend, and a change of batch (slot 0 leaves: the
+// feed takes row 1 of the step before).
+TEST_P(GpuTinyModel, PipelinedGreedyStepsPickAsUnpipelinedOnes) {
+  ReplayRig rig = MakeReplayRig();
+  const int64_t sampleable = vocab() - 3;
+  const std::vector<int32_t> prompt[2] = {ref_->Ids("prompt.2.ids"), ref_->Ids("prompt.1.ids")};
+  constexpr int kBoth = 8;
+  auto run = [&](Model& m, bool pipelined, int alone = 6) {
+    auto state = m.backend().CreateState(m.MakeStateSpec(2, 64));
+    int64_t pos[2] = {6, 3};
+    std::vector<int32_t> last;  // the picks of the step before, in its row order
+    for (int slot = 0; slot < 2; ++slot) {
+      const std::vector<int32_t>& p = prompt[slot];
+      const std::vector<int32_t> got =
+          m.ForwardGreedy(ForwardBatch::Single({p.begin(), p.begin() + pos[slot]}, slot, 0, false), *state, sampleable);
+      last.push_back(got.at(0));
+    }
+    std::vector<int32_t> all;
+    bool queued = false;
+    for (int step = 0; step < kBoth + alone; ++step) {
+      const bool both = step < kBoth;
+      ForwardBatch batch;
+      std::vector<int32_t> feed;
+      for (int slot = both ? 0 : 1; slot < 2; ++slot) {
+        const int32_t row = static_cast<int32_t>(batch.tokens.size());
+        const int32_t from = both || step > kBoth ? row : 1;  // the first step alone continues row 1
+        batch.tokens.push_back(last.at(static_cast<size_t>(from)));
+        batch.seqs.push_back(BatchSeq{slot, row, 1, pos[slot]++});
+        batch.logit_rows.push_back(row);
+        feed.push_back(from);
+      }
+      if (!pipelined) {
+        last = m.ForwardGreedy(batch, *state, sampleable);
+        all.insert(all.end(), last.begin(), last.end());
+        continue;
+      }
+      // The first step's ids are uploaded (the prompts' picks were taken); the others are fed.
+      m.QueueGreedy(batch, *state, sampleable, step == 0 ? std::span<const int32_t>() : std::span<const int32_t>(feed));
+      if (queued) {
+        const std::vector<int32_t> before = m.TakeGreedy();
+        all.insert(all.end(), before.begin(), before.end());
+      }
+      queued = true;
+      last.assign(batch.logit_rows.size(), -7);  // a pipelined step must not read them
+    }
+    if (queued) {
+      const std::vector<int32_t> before = m.TakeGreedy();
+      all.insert(all.end(), before.begin(), before.end());
+    }
+    return all;
+  };
+  const std::vector<int32_t> expected = run(*rig.eager, false);
+  ASSERT_EQ(expected.size(), static_cast<size_t>(2 * kBoth + 6));
+  for (int32_t id : expected) EXPECT_GE(id, 0);
+  EXPECT_EQ(run(*model_, true), expected);
+  EXPECT_EQ(run(*model_, true), expected);  // the units recorded by the run before, replayed
+  EXPECT_EQ(run(*rig.verifying, true), expected);  // throws where a replay would have been wrong
+  // Runs of one shape after another: a run's first step (ids uploaded) follows fed steps on both staging
+  // buffers, and its second may replay the fed unit recorded on the other buffer by the run before.
+  const std::vector<int32_t> both = run(*rig.eager, false, 0);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(run(*model_, true, 0), both) << "run " << i;
+}
+
 INSTANTIATE_TEST_SUITE_P(Fixtures, GpuTinyModel,
                          ::testing::ValuesIn(testing::kTinyModels),
                          [](const auto& info) { return testing::ParamName(info.param); });

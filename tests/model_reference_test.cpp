@@ -168,6 +168,50 @@ TEST_P(TinyModel, ForwardGreedyPicksWhatForwardsLogitsSay) {
   EXPECT_TRUE(model_->ForwardGreedy(none, *other, v).empty());
 }
 
+// Pipelined greedy decode (Model::QueueGreedy with a feed: each pass queued before the picks of the one
+// before are taken, its ids taken from them) picks what passes with the same ids uploaded pick, also when
+// the feed reorders the rows (the sequences swap places in the batch).
+TEST_P(TinyModel, QueuedGreedyPassesFedFromThePicksBeforeThemPickAsForwardGreedy) {
+  std::vector<int32_t> a = ref_->Ids("prompt.2.ids"), b = ref_->Ids("prompt.1.ids");
+  const int64_t v = vocab();
+  // The reference passes on a backend of their own: a backend's queued picks are taken in order.
+  CpuBackend reference_backend(2);
+  auto reference = LoadModel(*files_, reference_backend);
+  auto by_ids = reference_backend.CreateState(reference->MakeStateSpec(2, 128));
+  auto fed = backend_->CreateState(model_->MakeStateSpec(2, 128));
+  ForwardBatch first;
+  first.tokens = {a[0], a[1], b[0]};
+  first.seqs = {{0, 0, 2, 0}, {1, 2, 1, 0}};
+  first.logit_rows = {1, 2};
+  std::vector<int32_t> last = reference->ForwardGreedy(first, *by_ids, v);  // [seq 0, seq 1]
+  model_->QueueGreedy(first, *fed, v);
+  for (int64_t step = 0; step < 5; ++step) {
+    const bool swapped = step % 2 == 0;  // rows of the pass before: seq 0 in row 0 after an unswapped one
+    const bool before_swapped = step > 0 && !swapped;
+    ForwardBatch batch;
+    std::vector<int32_t> feed;
+    for (int seq : swapped ? std::vector<int>{1, 0} : std::vector<int>{0, 1}) {
+      const auto i = static_cast<int64_t>(batch.tokens.size());
+      batch.tokens.push_back(last[static_cast<size_t>(seq)]);
+      batch.seqs.push_back({seq, i, 1, (seq == 0 ? 2 : 1) + step});
+      batch.logit_rows.push_back(static_cast<int32_t>(i));
+      feed.push_back(before_swapped ? 1 - seq : seq);
+    }
+    const std::vector<int32_t> want = reference->ForwardGreedy(batch, *by_ids, v);
+    model_->QueueGreedy(batch, *fed, v, feed);
+    std::vector<int32_t> before = model_->TakeGreedy();  // the pass before this one
+    if (before_swapped) std::swap(before[0], before[1]);
+    ASSERT_EQ(before, last) << "step " << step;
+    last = want;
+    if (swapped) std::swap(last[0], last[1]);  // back to [seq 0, seq 1]
+    ASSERT_GE(want[0], 0);
+    ASSERT_GE(want[1], 0);
+  }
+  std::vector<int32_t> final_picks = model_->TakeGreedy();
+  std::swap(final_picks[0], final_picks[1]);  // the last step (4) was swapped
+  EXPECT_EQ(final_picks, last);
+}
+
 // The thread count does not change a single bit of the output.
 TEST_P(TinyModel, DeterministicAcrossThreadCounts) {
   std::vector<int32_t> ids = ref_->Ids("prompt.2.ids");

@@ -2,7 +2,9 @@
 //   pp<N>  prompt processing: one sequence of N tokens in one forward pass (median of repetitions)
 //   tg<M>  generation: M decode steps of B sequences at once (B = each batch size), one token each;
 //          with --depth D ("tg<M> @ d<D>") after every sequence was prefilled with D tokens (not timed);
-//          each step reads its logits back, or with --greedy takes the backend's greedy picks
+//          each step reads its logits back, or with --greedy takes the backend's greedy picks, queuing
+//          each step before reading the picks of the one before (its ids fed from them on the backend), as
+//          the server's engine does; --sync-greedy waits for each step's picks first
 // For the CUDA backend it first measures the device's ceilings in the same process (copy bandwidth,
 // BF16 GEMM rate) and reports decode as the fraction of copy bandwidth used (weight + KV bytes read
 // per step / step time) and prefill as the fraction of the GEMM rate reached (model FLOPs / time).
@@ -13,6 +15,7 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <span>
 
 #include "app/commands.h"
 #include "app/model_options.h"
@@ -39,6 +42,7 @@ struct BenchOptions {
   int num_layers = 0;       // > 0: keep only the first N layers (dummy weights)
   KvCacheType kv_cache_type = KvCacheType::kActivation;
   bool greedy = false;  // decode steps take the backend's greedy picks instead of reading the logits back
+  bool sync_greedy = false;  // with greedy: a step is queued only after the picks of the one before are read
 };
 
 // The first `n` layers of `c` (a model too large for the device, measured per layer).
@@ -143,19 +147,26 @@ void Run(const BenchOptions& o) {
                                                   *backend, 1, linear_dtype)
                       : package->LoadModel(*backend);
   const ModelConfig& c = model->config();
-  constexpr int64_t kWarmupSteps = 4;  // decode steps before the timed ones (CUDA: graph capture)
+  // Decode steps before the timed ones (CUDA: graph capture). Pipelined greedy steps (--greedy) warm up in
+  // three runs of them: each run's first step is queued on its own, the others fed from the picks before
+  // them, alternating between two recorded units.
+  constexpr int64_t kWarmupSteps = 4;
+  const int64_t warmup = o.greedy && !o.sync_greedy ? 3 * kWarmupSteps : kWarmupSteps;
   for (int64_t depth : depths)
-    if (depth > 0 && depth + o.n_gen + kWarmupSteps > c.max_position_embeddings)
+    if (depth > 0 && depth + o.n_gen + warmup > c.max_position_embeddings)
       ThrowError(ErrorCode::kInvalidArgument,
                  "--depth {} + --n-gen {} + {} warm-up steps = {} tokens exceed the model's max_position_embeddings "
                  "of {}",
-                 depth, o.n_gen, kWarmupSteps, depth + o.n_gen + kWarmupSteps, c.max_position_embeddings);
+                 depth, o.n_gen, warmup, depth + o.n_gen + warmup, c.max_position_embeddings);
   const std::string kv_cache = KvCacheTypeName(o.kv_cache_type, backend->activation_dtype());
   std::printf("model: %s, %d layers, hidden %lld, vocab %lld%s; backend %s; KV cache %s%s; loaded in %.1f s\n",
               std::string(ArchitectureName(c.arch)).c_str(), c.num_layers, static_cast<long long>(c.hidden_size),
               static_cast<long long>(c.vocab_size),
               o.dummy_weights ? fmt::format(" (dummy {} weights)", DTypeName(linear_dtype)).c_str() : "",
-              std::string(backend->name()).c_str(), kv_cache.c_str(), o.greedy ? "; greedy picks" : "",
+              std::string(backend->name()).c_str(), kv_cache.c_str(),
+              !o.greedy         ? ""
+              : o.sync_greedy ? "; greedy picks, each step queued after the picks before it are read"
+                              : "; greedy picks, each step queued before the picks before it are read",
               Seconds(t_load, std::chrono::steady_clock::now()));
   std::optional<DeviceCeilings> ceil = MeasureDeviceCeilings(*backend);
   if (ceil)
@@ -194,7 +205,7 @@ void Run(const BenchOptions& o) {
       const int b = static_cast<int>(b64);
       ModelCounts mc =
           Count(c, std::min<double>(c.num_experts, static_cast<double>(b) * c.num_experts_per_tok), o.kv_cache_type);
-      auto state = backend->CreateState(model->MakeStateSpec(b, depth + o.n_gen + kWarmupSteps, o.kv_cache_type));
+      auto state = backend->CreateState(model->MakeStateSpec(b, depth + o.n_gen + warmup, o.kv_cache_type));
       // --depth: every sequence gets its context first, in forward passes of at most kPrefillChunk tokens
       // continuing at the slot's length. Only the very last pass returns a logit row: its copy to the host
       // waits for the device, so the time printed covers the whole prefill.
@@ -216,23 +227,36 @@ void Run(const BenchOptions& o) {
         std::printf("tg%lld batch %d: context of %lld tokens prefilled in %.1f s\n", static_cast<long long>(o.n_gen), b,
                     static_cast<long long>(depth), Seconds(t_fill, std::chrono::steady_clock::now()));
       }
-      auto step = [&](int64_t pos) {
-        ForwardBatch batch;
-        for (int s = 0; s < b; ++s) {
-          batch.tokens.push_back(static_cast<int32_t>((pos * 7 + s * 13 + 1) % vocab));
-          batch.seqs.push_back(BatchSeq{s, s, 1, pos});
-          batch.logit_rows.push_back(s);
+      // Decode steps at positions [first, end). With --greedy (not --sync-greedy) each step after the first
+      // takes its ids from the picks of the one before on the backend and is queued before those are read,
+      // as the engine's pipelined greedy steps are (Model::QueueGreedy).
+      std::vector<int32_t> feed(static_cast<size_t>(b));
+      for (int s = 0; s < b; ++s) feed[static_cast<size_t>(s)] = s;
+      auto steps = [&](int64_t first, int64_t end) {
+        bool queued = false;  // a greedy step whose picks have not been taken
+        for (int64_t pos = first; pos < end; ++pos) {
+          ForwardBatch batch;
+          for (int s = 0; s < b; ++s) {
+            batch.tokens.push_back(static_cast<int32_t>((pos * 7 + s * 13 + 1) % vocab));
+            batch.seqs.push_back(BatchSeq{s, s, 1, pos});
+            batch.logit_rows.push_back(s);
+          }
+          if (!o.greedy) {
+            model->Forward(batch, *state);  // the logits land in the backend's readback buffer
+          } else if (o.sync_greedy) {
+            model->ForwardGreedy(batch, *state, c.vocab_size);
+          } else {
+            model->QueueGreedy(batch, *state, c.vocab_size, queued ? std::span<const int32_t>(feed) : std::span<const int32_t>());
+            if (queued) model->TakeGreedy();
+            queued = true;
+          }
         }
-        if (o.greedy) {
-          model->ForwardGreedy(batch, *state, c.vocab_size);  // Backend::PickGreedy
-        } else {
-          model->Forward(batch, *state);  // the logits land in the backend's readback buffer
-        }
+        if (queued) model->TakeGreedy();
       };
-      // Warm-up (CUDA: graph capture). Without --depth the slots are then cleared and the timed steps
-      // start at 0; with it they continue after the warm-up tokens, keeping the context.
-      for (int64_t pos = depth; pos < depth + kWarmupSteps; ++pos) step(pos);
-      int64_t first = depth + kWarmupSteps;
+      // Warm-up. Without --depth the slots are then cleared and the timed steps start at 0; with it they
+      // continue after the warm-up tokens, keeping the context.
+      for (int64_t pos = depth; pos < depth + warmup; pos += kWarmupSteps) steps(pos, pos + kWarmupSteps);
+      int64_t first = depth + warmup;
       if (depth == 0) {
         for (int s = 0; s < b; ++s) state->ClearSlot(s);
         first = 0;
@@ -241,7 +265,7 @@ void Run(const BenchOptions& o) {
       // own, launch by launch, inside the timed loop) and waits for it.
       std::optional<BackendCounters> before = ReadBackendCounters(*backend);
       auto t0 = std::chrono::steady_clock::now();
-      for (int64_t pos = first; pos < first + o.n_gen; ++pos) step(pos);
+      steps(first, first + o.n_gen);
       double t = Seconds(t0, std::chrono::steady_clock::now());
       if (std::optional<BackendCounters> after = ReadBackendCounters(*backend); before && after) {
         int64_t timed = after->units_timed - before->units_timed;
@@ -290,7 +314,8 @@ void Run(const BenchOptions& o) {
     std::ofstream out(o.json_path, std::ios::trunc);
     if (!out) ThrowError(ErrorCode::kIo, "--json {}: cannot open for writing", o.json_path);
     out << "{\"backend\": \"" << backend->name() << "\", \"kv_cache\": \"" << kv_cache
-        << "\", \"greedy\": " << (o.greedy ? "true" : "false") << ", \"rows\": [";
+        << "\", \"greedy\": " << (o.greedy ? "true" : "false")
+        << ", \"greedy_pipelined\": " << (o.greedy && !o.sync_greedy ? "true" : "false") << ", \"rows\": [";
     for (size_t i = 0; i < rows.size(); ++i)
       out << (i ? ", " : "") << "{\"test\": \"" << rows[i].test << "\", \"batch\": " << rows[i].batch
           << ", \"depth\": " << rows[i].depth << ", \"tokens_per_s\": " << rows[i].tokens_per_s
@@ -313,7 +338,8 @@ void RegisterBenchCommand(CLI::App& app) {
   cmd->add_option("--depth,-d", o->depths,
                   "Context tokens before the timed decode steps, comma-separated (one row per batch size and "
                   "depth): every sequence is first prefilled with D tokens (not timed; the prompt test is "
-                  "unaffected), then decoded from position D + 4 after the warm-up steps (llama-bench -d)")
+                  "unaffected), then decoded from position D + 4 after the warm-up steps (D + 12 with --greedy; "
+                  "llama-bench -d)")
       ->capture_default_str();
   cmd->add_option("--batch,-b", o->batches, "Generation batch sizes, comma-separated")->capture_default_str();
   cmd->add_option("--repetitions,-r", o->repetitions, "Timed prompt runs (median reported)")->capture_default_str();
@@ -321,7 +347,12 @@ void RegisterBenchCommand(CLI::App& app) {
   cmd->add_flag("--greedy", o->greedy,
                 "Generation steps take the backend's greedy picks, as the server does for greedy requests "
                 "(no penalties, logit_bias, logprobs or grammar), instead of reading all their logits back "
-                "(a backend that picks on the device reads back only the ids; the CPU scans the logits)");
+                "(a backend that picks on the device reads back only the ids; the CPU scans the logits); "
+                "as the server does, each step is queued before the picks of the one before are read, its "
+                "token ids taken from them on the backend");
+  cmd->add_flag("--sync-greedy", o->sync_greedy,
+                "With --greedy: queue each step only after the picks of the one before are read (the server's "
+                "form with --no-pipeline)");
   cmd->add_option("--num-layers", o->num_layers,
                   "With --dummy-weights: keep only the first N layers, to measure a model larger than the device "
                   "per layer (a hybrid keeps its layer pattern)");

@@ -128,6 +128,10 @@ void RegisterServeCommand(CLI::App& app) {
   serve->add_option("--prefill-chunk", o->service.engine.prefill_chunk, "Prompt tokens of one request per step")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  serve->add_flag("!--no-pipeline", o->service.engine.pipeline_greedy,
+                  "Queue a greedy decode step only after the picks of the one before are read; by default, when "
+                  "every request of a step picks greedily (no penalties, logit_bias, logprobs or grammar), the next "
+                  "step of the same requests is queued first, its token ids taken from those picks on the backend");
   serve->add_option("--api-key", o->server.api_key,
                     "Require this key (Authorization: Bearer KEY, or x-api-key: KEY); default: none");
   serve->add_option("--served-model-name", o->service.served_names,

@@ -2,6 +2,7 @@
 // forms are tested against (ops.h), from the scan the engine's sampler makes of a row (base/logit_scan.h).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <span>
@@ -27,6 +28,18 @@ inline std::vector<int32_t> PickGreedyRows(std::span<const float> logits, int64_
     const LogitScan scan = ScanLogits(logits.subspan(static_cast<size_t>(r * cols), static_cast<size_t>(sampleable)));
     if (scan.invalid < 0 && scan.max != -std::numeric_limits<float>::infinity())
       ids[static_cast<size_t>(r)] = static_cast<int32_t>(scan.argmax);
+  }
+  return ids;
+}
+
+// The token ids a pass takes from a pick (Backend::FeedPickedTokens): ids[i] = picks[rows[i]], 0 where
+// that pick is -1 (the caller drops what follows from a row it could not pick).
+inline std::vector<int32_t> FeedFromPicks(std::span<const int32_t> picks, std::span<const int32_t> rows) {
+  std::vector<int32_t> ids(rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    INFX_CHECK_MSG(rows[i] >= 0 && static_cast<size_t>(rows[i]) < picks.size(), "feed row {} of a pick of {} rows",
+                   rows[i], picks.size());
+    ids[i] = std::max(picks[static_cast<size_t>(rows[i])], 0);
   }
   return ids;
 }

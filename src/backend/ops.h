@@ -150,13 +150,37 @@ class Backend {
   virtual std::vector<int32_t> PickGreedy(const Tensor& logits, int64_t sampleable) {
     return PickGreedyRows(ReadToHost(logits), logits.rows(), logits.cols(), sampleable);
   }
+  // Pipelined greedy decode (Model::QueueGreedy). QueueGreedyPick queues PickGreedy's picks of `logits`
+  // without waiting for them; TakeGreedyPick waits for the oldest pick queued and not yet taken and returns
+  // its ids. FeedPickedTokens writes token ids i32 [rows.size()] of the pass being queued from the last
+  // pick queued (taken or not): ids[i] = its pick at row rows[i], or 0 where it picked none (-1), so a
+  // decode step can be queued before the step it continues has been read. The defaults pick at once
+  // (PickGreedy) and keep the ids on the host; a backend may keep them in its own memory until taken.
+  virtual void QueueGreedyPick(const Tensor& logits, int64_t sampleable) {
+    last_pick_ = PickGreedy(logits, sampleable);
+    queued_picks_.push_back(last_pick_);
+  }
+  virtual std::vector<int32_t> TakeGreedyPick() {
+    INFX_CHECK_MSG(!queued_picks_.empty(), "no greedy pick is queued");
+    std::vector<int32_t> ids = std::move(queued_picks_.front());
+    queued_picks_.erase(queued_picks_.begin());
+    return ids;
+  }
+  virtual void FeedPickedTokens(std::span<const int32_t> rows, Tensor ids) {
+    std::vector<int32_t> fed = FeedFromPicks(last_pick_, rows);
+    INFX_CHECK(ids.dtype == DType::kI32 && ids.numel() == static_cast<int64_t>(fed.size()));
+    CopyToBackend(fed.data(), ids);
+  }
   // Decode steps without queuing every op again. The model calls this at the start of a forward pass,
   // after queuing its token ids, with `shape` standing for everything but those ids and the positions
-  // in `layout` (the slots, tokens per sequence, logit rows, the model). A backend that records a forward
-  // pass as one unit (CUDA) may launch the unit it ran for the last forward pass of that shape on `state`
-  // again, now with these ids and this layout, and return true: the model then skips its layers and reads
-  // its logits from where they went last time. false (the default): queue the pass as usual.
-  virtual bool ReplayForward(uint64_t /*shape*/, const BatchLayout& /*layout*/, SequenceState& /*state*/) {
+  // in `layout` (the slots, tokens per sequence, logit rows, the model). A backend that records a forward pass as one unit (CUDA) may launch a unit it ran for a forward pass of
+  // that shape on `state` again (the CUDA backend: the last of that shape from the same staging buffer),
+  // now with these ids and this layout, and return true: the model then skips its layers and reads its
+  // logits from where that shape's passes put them. false (the default): queue the pass as usual.
+  // known: whether the model knows where that shape's logits go (it forgets them at times); without it
+  // the backend must not replay, but may record the pass for later replays as it records others.
+  virtual bool ReplayForward(uint64_t /*shape*/, bool /*known*/, const BatchLayout& /*layout*/,
+                             SequenceState& /*state*/) {
     return false;
   }
   virtual std::unique_ptr<SequenceState> CreateState(const StateSpec& spec) = 0;
@@ -232,6 +256,12 @@ class Backend {
   virtual void AddSigmoidGated(Tensor acc, const Tensor& x, const Tensor& gate_logit) = 0;
   // out[i] = x[rows[i]]. x [n, d]; out [rows.size(), d].
   virtual void GatherRows(const Tensor& x, const std::vector<int32_t>& rows, Tensor out) = 0;
+
+ private:
+  // The default pipelined picks' ids: the last one queued, and those queued and not yet taken (oldest
+  // first; at most a few).
+  std::vector<int32_t> last_pick_;
+  std::vector<std::vector<int32_t>> queued_picks_;
 };
 
 }  // namespace infernix

@@ -6,14 +6,13 @@
 #include <optional>
 #include <string>
 
+#include "base/check.h"
 #include "base/error.h"
 #include "engine/output_constraint.h"
 #include "engine/stop_matcher.h"
 #include "tokenizer/stream_decoder.h"
 
 namespace infernix {
-
-using Clock = std::chrono::steady_clock;
 
 struct Engine::Active {
   // vocab: the model's (the logits' length); ids at or past the tokenizer's are padding, never sampled.
@@ -60,6 +59,12 @@ Engine::~Engine() {
   }
   wake_.notify_all();
   thread_.join();
+  if (in_flight_) {  // its pass is still queued on the model, which may serve another engine later
+    try {
+      model_.TakeGreedy();
+    } catch (const std::exception&) {  // its requests end as cancelled below either way
+    }
+  }
   RequestUpdate bye;
   bye.finish_reason = FinishReason::kCancelled;
   for (auto& a : inbox_) a->handle->Finish(bye);
@@ -120,7 +125,7 @@ void Engine::Loop() {
     {
       std::unique_lock<std::mutex> lock(mutex_);
       wake_.wait_for(lock, std::chrono::milliseconds(50),
-                     [&] { return stop_ || !inbox_.empty() || !scheduler_.idle(); });
+                     [&] { return stop_ || !inbox_.empty() || !scheduler_.idle() || in_flight_.has_value(); });
       if (stop_) return;
       while (!inbox_.empty()) {
         std::unique_ptr<Active> a = std::move(inbox_.front());
@@ -241,7 +246,7 @@ void Engine::TakePick(Active& a, Pick& pick) {
   HandleToken(a, pick.sample);
 }
 
-void Engine::Step() {
+void Engine::DropCancelled() {
   // Requests whose client went away leave before the step, freeing their slots; so do those whose
   // output the API layer found complete (RequestHandle::SetOutputEnd), which end normally.
   for (auto it = active_.begin(); it != active_.end();) {
@@ -251,6 +256,136 @@ void Engine::Step() {
     } else {
       ++it;
     }
+  }
+}
+
+void Engine::FailPlan(const StepPlan& plan, const std::exception& e) {
+  for (const ScheduledSeq& s : plan.seqs) {
+    auto it = active_.find(s.request_id);
+    if (it == active_.end()) continue;
+    Finish(*it->second, FinishReason::kError, "", false, std::string("the forward pass failed: ") + e.what());
+    active_.erase(it);
+  }
+}
+
+void Engine::ApplyPlan(const StepPlan& plan) {
+  scheduler_.Apply(plan);
+  // Admissions take effect now, before any token is published: Submit's queue check must see them.
+  std::lock_guard<std::mutex> lock(mutex_);
+  stats_.waiting = scheduler_.waiting();
+  stats_.running = scheduler_.running();
+}
+
+void Engine::PublishPicks(const StepPlan& plan, Clock::time_point started) {
+  size_t row = 0;
+  for (const ScheduledSeq& s : plan.seqs) {
+    if (!s.wants_logits) continue;
+    Pick& pick = picks_[row++];
+    auto it = active_.find(s.request_id);
+    if (it == active_.end()) continue;  // it ended while its step ran (pipelined greedy steps)
+    Active& a = *it->second;
+    try {
+      TakePick(a, pick);
+    } catch (const std::exception& e) {
+      // This request's own processing failed (sampler, grammar, decoder, stop strings, the API layer's
+      // hooks): it alone ends, with the error; the others go on.
+      if (scheduler_.Contains(s.request_id))
+        Finish(a, FinishReason::kError, "", false, std::string("processing the model's output failed: ") + e.what());
+    }
+    if (!scheduler_.Contains(s.request_id)) active_.erase(s.request_id);
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++stats_.steps;
+  stats_.step_seconds_sum += std::chrono::duration<double>(Clock::now() - started).count();
+  stats_.waiting = scheduler_.waiting();
+  stats_.running = scheduler_.running();
+}
+
+bool Engine::QueueContinuation(const GreedyStep& step) {
+  StepPlan next = scheduler_.Plan();
+  if (next.empty()) return false;
+  ForwardBatch batch;
+  std::vector<int32_t> feed;
+  std::vector<uint64_t> picking;
+  int64_t sampleable = 0;
+  for (const ScheduledSeq& s : next.seqs) {
+    // Only decode tokens of requests whose token is one of `step`'s picks, all still picking greedily,
+    // none of which ends with that pick for certain (max_new_tokens): any other step waits for the picks.
+    if (s.prefill || s.admitted || !s.wants_logits) return false;
+    const auto row = std::find(step.picking.begin(), step.picking.end(), s.request_id);
+    if (row == step.picking.end()) return false;
+    const Active& a = *active_.at(s.request_id);
+    if (a.constraint || !a.sampler.PlainGreedy() || a.generated + 1 >= a.request.max_new_tokens) return false;
+    sampleable = a.sampler.sampleable();
+    const auto i = static_cast<int64_t>(batch.tokens.size());
+    feed.push_back(static_cast<int32_t>(row - step.picking.begin()));
+    batch.tokens.push_back(0);  // fed from the picks on the backend
+    batch.seqs.push_back(BatchSeq{s.slot, i, 1, s.pos_begin});
+    batch.logit_rows.push_back(static_cast<int32_t>(i));
+    picking.push_back(s.request_id);
+  }
+  const auto started = Clock::now();
+  try {
+    model_.QueueGreedy(batch, *state_, sampleable, feed);
+  } catch (const std::exception& e) {
+    FailPlan(next, e);
+    return true;
+  }
+  ApplyPlan(next);
+  in_flight_ = GreedyStep{std::move(next), std::move(picking), started};
+  return true;
+}
+
+void Engine::FinishGreedyStep(const GreedyStep& step, bool logits_valid) {
+  std::vector<int32_t> ids;
+  try {
+    ids = model_.TakeGreedy();
+  } catch (const std::exception& e) {
+    FailPlan(step.plan, e);
+    return;
+  }
+  INFX_CHECK_MSG(ids.size() == step.picking.size(), "{} greedy picks for {} sequences", ids.size(), step.picking.size());
+  picks_.assign(step.picking.size(), Pick{});
+  std::span<float> logits;
+  const auto vocab = static_cast<size_t>(model_.config().vocab_size);
+  for (size_t i = 0; i < step.picking.size(); ++i) {
+    if (ids[i] >= 0) {
+      picks_[i].sample.token = ids[i];
+      continue;
+    }
+    auto it = active_.find(step.picking[i]);
+    if (it == active_.end()) continue;
+    if (!logits_valid) {
+      // The next step has been queued over these logits: the sampler cannot name the fault.
+      picks_[i].error = std::make_exception_ptr(
+          Error(ErrorCode::kInternal, "logits: no greedy pick (a non-finite value among them, or only -inf)"));
+      continue;
+    }
+    // A row the backend could not pick (NaN or +inf among its ids, or only -inf) is read back and sampled
+    // as usual: the sampler names the fault.
+    if (logits.empty()) {
+      try {
+        logits = model_.LastLogits();
+      } catch (...) {
+        picks_[i].error = std::current_exception();
+        continue;
+      }
+    }
+    PickToken(*it->second, logits.subspan(i * vocab, vocab), picks_[i]);
+  }
+  PublishPicks(step.plan, step.started);
+}
+
+void Engine::Step() {
+  DropCancelled();
+  if (in_flight_) {
+    // The step after it, when it continues the same requests, is queued before its picks are read: the
+    // device goes on while they are published (EngineOptions::pipeline_greedy).
+    GreedyStep step = std::move(*in_flight_);
+    in_flight_.reset();
+    const bool queued = options_.pipeline_greedy && QueueContinuation(step);
+    FinishGreedyStep(step, /*logits_valid=*/!queued);
+    return;
   }
   StepPlan plan = scheduler_.Plan();
   if (plan.empty()) return;
@@ -275,75 +410,37 @@ void Engine::Step() {
   const bool greedy = options_.greedy_picks && !picking.empty() &&
                       std::all_of(picking.begin(), picking.end(),
                                   [](const Active* a) { return !a->constraint && a->sampler.PlainGreedy(); });
-  std::span<float> logits;  // the backend's, valid until the next forward pass
-  std::vector<int32_t> greedy_ids;
-  try {
-    if (greedy) {
-      greedy_ids = model_.ForwardGreedy(batch, *state_, picking.front()->sampler.sampleable());
-    } else {
-      logits = model_.Forward(batch, *state_);
+  if (greedy) {
+    try {
+      model_.QueueGreedy(batch, *state_, picking.front()->sampler.sampleable());
+    } catch (const std::exception& e) {
+      FailPlan(plan, e);
+      return;
     }
-  } catch (const std::exception& e) {
-    for (const ScheduledSeq& s : plan.seqs) {
-      Finish(*active_.at(s.request_id), FinishReason::kError, "", false,
-             std::string("the forward pass failed: ") + e.what());
-      active_.erase(s.request_id);
+    ApplyPlan(plan);
+    GreedyStep step{std::move(plan), {}, started};
+    for (const Active* a : picking) step.picking.push_back(a->handle->id());
+    if (options_.pipeline_greedy) {
+      in_flight_ = std::move(step);  // taken by the next step, after it queues the one that continues it
+    } else {
+      FinishGreedyStep(step, /*logits_valid=*/true);
     }
     return;
   }
-  scheduler_.Apply(plan);
-  {
-    // Admissions take effect now, before any token is published: Submit's queue check must see them.
-    std::lock_guard<std::mutex> lock(mutex_);
-    stats_.waiting = scheduler_.waiting();
-    stats_.running = scheduler_.running();
+  std::span<float> logits;  // the backend's, valid until the next forward pass
+  try {
+    logits = model_.Forward(batch, *state_);
+  } catch (const std::exception& e) {
+    FailPlan(plan, e);
+    return;
   }
-  const int64_t vocab = model_.config().vocab_size;
-  auto row_of = [&](size_t i) { return logits.subspan(i * static_cast<size_t>(vocab), static_cast<size_t>(vocab)); };
+  ApplyPlan(plan);
+  const auto vocab = static_cast<size_t>(model_.config().vocab_size);
   picks_.resize(picking.size());
-  if (greedy) {
-    // A row the backend could not pick (NaN or +inf among its ids, or only -inf) is read back and sampled
-    // as usual: the sampler names the fault.
-    for (size_t i = 0; i < picking.size(); ++i) {
-      picks_[i] = Pick{};
-      if (greedy_ids[i] >= 0) {
-        picks_[i].sample.token = greedy_ids[i];
-        continue;
-      }
-      if (logits.empty()) {
-        try {
-          logits = model_.LastLogits();
-        } catch (...) {
-          picks_[i].error = std::current_exception();
-          continue;
-        }
-      }
-      PickToken(*picking[i], row_of(i), picks_[i]);
-    }
-  } else {
-    sampling_pool_->ParallelFor(picking.size(), 1, [&](size_t begin, size_t end) {
-      for (size_t i = begin; i < end; ++i) PickToken(*picking[i], row_of(i), picks_[i]);
-    });
-  }
-  size_t row = 0;
-  for (const ScheduledSeq& s : plan.seqs) {
-    if (!s.wants_logits) continue;
-    Active& a = *active_.at(s.request_id);
-    try {
-      TakePick(a, picks_[row++]);
-    } catch (const std::exception& e) {
-      // This request's own processing failed (sampler, grammar, decoder, stop strings, the API layer's
-      // hooks): it alone ends, with the error; the others go on.
-      if (scheduler_.Contains(s.request_id))
-        Finish(a, FinishReason::kError, "", false, std::string("processing the model's output failed: ") + e.what());
-    }
-    if (!scheduler_.Contains(s.request_id)) active_.erase(s.request_id);
-  }
-  std::lock_guard<std::mutex> lock(mutex_);
-  ++stats_.steps;
-  stats_.step_seconds_sum += std::chrono::duration<double>(Clock::now() - started).count();
-  stats_.waiting = scheduler_.waiting();
-  stats_.running = scheduler_.running();
+  sampling_pool_->ParallelFor(picking.size(), 1, [&](size_t begin, size_t end) {
+    for (size_t i = begin; i < end; ++i) PickToken(*picking[i], logits.subspan(i * vocab, vocab), picks_[i]);
+  });
+  PublishPicks(plan, started);
 }
 
 }  // namespace infernix

@@ -10,12 +10,14 @@
 // on. Stats() counts a request before its final update is published.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <exception>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <thread>
 
@@ -41,6 +43,11 @@ struct EngineOptions {
   // grammar) take the backend's greedy picks (Model::ForwardGreedy) instead of reading the logits back
   // and scanning them here; the tokens are the same (tests compare both ways).
   bool greedy_picks = true;
+  // Such a step that decodes the same requests as the one before it is queued before that one's picks are
+  // read, its token ids taken from them on the backend (Model::QueueGreedy's feed): the device goes on
+  // while the host publishes. A request that ends at a step (a stop token or string, cancellation) has had
+  // one more step computed for it, which is dropped; one that ends by max_new_tokens is not continued.
+  bool pipeline_greedy = true;
 };
 
 enum class SubmitStatus { kAccepted, kQueueFull, kContextOverflow, kInvalid };
@@ -77,8 +84,29 @@ class Engine {
 
  private:
   struct Active;
+  using Clock = std::chrono::steady_clock;
   void Loop();
   void Step();
+  // Step's parts: the requests whose clients went away end; a failed forward pass fails its plan's
+  // requests (those still running); a plan is committed; the step's picks (picks_, in the plan's order of
+  // picking sequences) are published.
+  void DropCancelled();
+  void FailPlan(const StepPlan& plan, const std::exception& e);
+  void ApplyPlan(const StepPlan& plan);
+  void PublishPicks(const StepPlan& plan, Clock::time_point started);
+  // A greedy step queued on the model (Model::QueueGreedy) whose picks have not been taken: its plan and
+  // the ids of its picking requests, in row order.
+  struct GreedyStep {
+    StepPlan plan;
+    std::vector<uint64_t> picking;
+    Clock::time_point started;
+  };
+  // Queues the next step fed from `step`'s picks if it only continues requests of `step`; whether it
+  // queued (or tried to: a failed pass fails its requests) a forward pass.
+  bool QueueContinuation(const GreedyStep& step);
+  // Takes `step`'s picks and publishes them. logits_valid: no pass was queued after it, so a row the
+  // backend could not pick can still be read back and sampled.
+  void FinishGreedyStep(const GreedyStep& step, bool logits_valid);
   void Finish(Active& a, FinishReason reason, std::string matched, bool by_string, std::string error);
   // A sequence's next token, picked from its logits row [vocab] under its grammar's mask; touches only
   // a's sampler and grammar, so the sequences of a step pick at once (sampling_threads). What it throws
@@ -110,6 +138,7 @@ class Engine {
 
   std::map<uint64_t, std::unique_ptr<Active>> active_;  // engine thread only
   std::vector<Pick> picks_;    // engine thread only: a step's picks
+  std::optional<GreedyStep> in_flight_;  // engine thread only: pipeline_greedy's step in flight
   std::unique_ptr<ThreadPool> sampling_pool_;
   std::thread thread_;
 };

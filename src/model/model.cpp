@@ -139,8 +139,28 @@ std::span<float> Model::Forward(const ForwardBatch& batch, SequenceState& state)
 }
 
 std::vector<int32_t> Model::ForwardGreedy(const ForwardBatch& batch, SequenceState& state, int64_t sampleable) {
-  last_logits_ = RunForward(batch, state, /*greedy=*/true);
-  return last_logits_ ? backend_.PickGreedy(*last_logits_, sampleable) : std::vector<int32_t>{};
+  INFX_CHECK_MSG(greedy_queued_ == 0, "ForwardGreedy with {} queued greedy passes not taken", greedy_queued_);
+  if (batch.logit_rows.empty()) {
+    last_logits_ = RunForward(batch, state, /*greedy=*/true);
+    return {};
+  }
+  QueueGreedy(batch, state, sampleable);
+  return TakeGreedy();
+}
+
+void Model::QueueGreedy(const ForwardBatch& batch, SequenceState& state, int64_t sampleable,
+                        std::span<const int32_t> feed) {
+  INFX_CHECK_MSG(!batch.logit_rows.empty(), "a greedy pass needs logit rows");
+  last_logits_ = RunForward(batch, state, /*greedy=*/true, feed);
+  INFX_CHECK(last_logits_.has_value());
+  backend_.QueueGreedyPick(*last_logits_, sampleable);
+  ++greedy_queued_;
+}
+
+std::vector<int32_t> Model::TakeGreedy() {
+  INFX_CHECK_MSG(greedy_queued_ > 0, "no greedy pass is queued");
+  --greedy_queued_;
+  return backend_.TakeGreedyPick();
 }
 
 std::span<float> Model::LastLogits() {
@@ -148,10 +168,13 @@ std::span<float> Model::LastLogits() {
   return backend_.ReadToHost(*last_logits_);
 }
 
-std::optional<Tensor> Model::RunForward(const ForwardBatch& batch, SequenceState& state, bool greedy) {
+std::optional<Tensor> Model::RunForward(const ForwardBatch& batch, SequenceState& state, bool greedy,
+                                        std::span<const int32_t> feed) {
   last_logits_.reset();  // scratch of the pass before, which ResetScratch below ends
   const int64_t n = static_cast<int64_t>(batch.tokens.size());
-  for (int64_t i = 0; i < n; ++i) {
+  const bool fed = !feed.empty();
+  INFX_CHECK_MSG(!fed || static_cast<int64_t>(feed.size()) == n, "{} fed tokens for a batch of {}", feed.size(), n);
+  for (int64_t i = 0; i < n && !fed; ++i) {
     int32_t id = batch.tokens[static_cast<size_t>(i)];
     if (id < 0 || id >= config_.vocab_size)
       ThrowError(ErrorCode::kInvalidArgument, "token {} (at index {}) is outside the vocabulary [0, {})", id, i,
@@ -183,15 +206,21 @@ std::optional<Tensor> Model::RunForward(const ForwardBatch& batch, SequenceState
   be.ResetScratch();
   LayerContext ctx{be, config_, layout, state, rope_inv_freq_, rope_attention_scale_};
   Tensor ids = be.Scratch(DType::kI32, {n});
-  be.CopyToBackend(batch.tokens.data(), ids);
-  // A decode step (one token per sequence) of the shape of the last one: the backend may run it as it
-  // ran that one, with the new ids and positions, without the layers being queued again.
-  // (The backend only replays the pass that ran last of that shape, whose logits replay_ says where.)
-  const std::optional<uint64_t> shape = DecodeShape(batch, greedy);
-  if (shape && be.ReplayForward(*shape, layout, state)) {
-    INFX_CHECK(replay_ && replay_->shape == *shape);
-    state.Advance(layout);
-    return replay_->logits;
+  if (fed) {
+    be.FeedPickedTokens(feed, ids);  // the picks are ids below sampleable <= vocab_size, or fed as 0
+  } else {
+    be.CopyToBackend(batch.tokens.data(), ids);
+  }
+  // A decode step (one token per sequence) of a shape queued before: the backend may run it as it ran such
+  // a pass, with the new ids and positions, without the layers being queued again.
+  const std::optional<uint64_t> shape = DecodeShape(batch, greedy, fed);
+  if (shape) {
+    const auto known = replay_logits_.find(*shape);  // replay_logits_ forgets them all at times
+    if (be.ReplayForward(*shape, known != replay_logits_.end(), layout, state)) {
+      INFX_CHECK(known != replay_logits_.end());
+      state.Advance(layout);
+      return known->second;
+    }
   }
   Tensor hidden = be.Scratch(be.activation_dtype(), {n, config_.hidden_size});
   be.Embedding(ids, weights_.embed, hidden);
@@ -212,11 +241,14 @@ std::optional<Tensor> Model::RunForward(const ForwardBatch& batch, SequenceState
   }
   Tensor out = be.Scratch(DType::kF32, {rows, config_.vocab_size});
   be.MatMul(selected, weights_.lm_head, out);
-  if (shape) replay_ = Replay{*shape, out};
+  if (shape) {
+    if (replay_logits_.size() >= kMaxReplayShapes && !replay_logits_.contains(*shape)) replay_logits_.clear();
+    replay_logits_[*shape] = out;
+  }
   return out;
 }
 
-std::optional<uint64_t> Model::DecodeShape(const ForwardBatch& batch, bool greedy) const {
+std::optional<uint64_t> Model::DecodeShape(const ForwardBatch& batch, bool greedy, bool fed) const {
   uint64_t h = 0x6a09e667f3bcc908ull;
   auto mix = [&h](uint64_t v) {
     h = (h ^ v) * 0x9e3779b97f4a7c15ull;
@@ -234,6 +266,7 @@ std::optional<uint64_t> Model::DecodeShape(const ForwardBatch& batch, bool greed
   mix(batch.logit_rows.size());
   for (int32_t r : batch.logit_rows) mix(static_cast<uint64_t>(r));
   mix(greedy ? 1 : 0);
+  mix(fed ? 1 : 0);
   return h;
 }
 

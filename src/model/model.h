@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <unordered_map>
 #include <vector>
 
 #include "backend/ops.h"
@@ -61,19 +62,32 @@ class Model {
   // ids (Backend::PickGreedy: -1 where the row holds NaN or +inf there, or only -inf), without reading the
   // logits back where the backend picks on the device. Empty when the batch has no logit rows.
   std::vector<int32_t> ForwardGreedy(const ForwardBatch& batch, SequenceState& state, int64_t sampleable);
-  // The logits of the last forward pass (Forward or ForwardGreedy), read to host memory as Forward
-  // returns them, valid until the next forward pass. The pass must have had logit rows.
+  // ForwardGreedy in two halves, so that a decode step can be queued before the one it continues has been
+  // read (pipelined greedy decode). QueueGreedy queues the pass and its picks without waiting for them;
+  // TakeGreedy waits for the oldest pass queued and not yet taken and returns its picks. With `feed`, the
+  // pass's token ids are not batch.tokens (which must still hold one value per token) but the picks of the
+  // pass queued last: token i is its pick at row feed[i] (0 where it picked none, -1; the caller drops
+  // whatever follows from such a row). Every pass queued must be taken, and ForwardGreedy refuses to run
+  // before. A pass without logit rows is refused.
+  void QueueGreedy(const ForwardBatch& batch, SequenceState& state, int64_t sampleable,
+                   std::span<const int32_t> feed = {});
+  std::vector<int32_t> TakeGreedy();
+  // The logits of the last forward pass (Forward, ForwardGreedy or QueueGreedy), read to host memory as
+  // Forward returns them, valid until the next forward pass. The pass must have had logit rows.
   std::span<float> LastLogits();
 
  private:
   // The forward pass of Forward and ForwardGreedy (greedy): the logits [logit rows, vocab] in the backend's
   // scratch, or nullopt when the batch has no logit rows.
-  std::optional<Tensor> RunForward(const ForwardBatch& batch, SequenceState& state, bool greedy);
+  // feed: QueueGreedy's.
+  std::optional<Tensor> RunForward(const ForwardBatch& batch, SequenceState& state, bool greedy,
+                                   std::span<const int32_t> feed = {});
   // Everything about a decode step's batch (one token per sequence) but its ids and positions, hashed;
   // nullopt for other batches. Backend::ReplayForward's `shape`.
   // greedy: the pass's picks follow it (ForwardGreedy), which a backend may record with the step, so such
-  // steps are a shape apart from those whose logits are read.
-  std::optional<uint64_t> DecodeShape(const ForwardBatch& batch, bool greedy) const;
+  // steps are a shape apart from those whose logits are read. fed: its ids come from the last pick
+  // (QueueGreedy's feed), which the backend queues differently from an upload.
+  std::optional<uint64_t> DecodeShape(const ForwardBatch& batch, bool greedy, bool fed) const;
 
   ModelConfig config_;
   std::unique_ptr<WeightSource> files_;
@@ -83,14 +97,16 @@ class Model {
   HostBuffer rope_inv_freq_host_;
   Tensor rope_inv_freq_;
   float rope_attention_scale_ = 1.0f;
-  // The last forward pass that was a decode step: its shape and where its logits went (a replay of it
-  // leaves them there again; kept across other passes, which the backend's replay keeps track of).
-  struct Replay {
-    uint64_t shape = 0;
-    Tensor logits;
-  };
-  std::optional<Replay> replay_;
+  // Where the logits of the decode steps queued so far went, by shape (DecodeShape): a replay of such a step
+  // leaves them there again. A shape's passes allocate the same scratch in the same order, so its logits
+  // are where they were whichever of its passes the backend replays (the CUDA backend keeps one per staging
+  // buffer; it stops replaying when its scratch is rearranged). Kept across other passes; cleared when it
+  // holds kMaxReplayShapes, after which a shape is queued in full (and recorded) before it replays again
+  // (Backend::ReplayForward's `known`).
+  static constexpr size_t kMaxReplayShapes = 64;
+  std::unordered_map<uint64_t, Tensor> replay_logits_;
   std::optional<Tensor> last_logits_;  // the last pass's logits (LastLogits), in the backend's scratch
+  int64_t greedy_queued_ = 0;          // QueueGreedy passes not yet taken
 };
 
 // Loads config.json and the safetensors weights of a model folder (or the embedded model) onto

@@ -100,12 +100,16 @@ CudaBackend::CudaBackend(const CudaOptions& options)
       cuda::DeviceBuffer(cuda::kAttentionFusedMaxCounters * sizeof(int32_t), "decode attention split counters");
   INFX_CUDA_CHECK(cudaMemset(attention_counter_.data(), 0, attention_counter_.size_bytes()));
   for (auto& e : staging_done_) INFX_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  pick_feed_ = cuda::DeviceBuffer(kPickFeedRows * sizeof(int32_t), "greedy picks");
+  for (auto& b : pick_host_) b = cuda::PinnedBuffer(kPickFeedRows * sizeof(int32_t));
+  for (auto& e : pick_done_) INFX_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
 }
 
 CudaBackend::~CudaBackend() {
   Submit();
   INFX_CUDA_CHECK(cudaStreamSynchronize(stream_));
   for (auto& e : staging_done_) INFX_CUDA_CHECK(cudaEventDestroy(e));
+  for (auto& e : pick_done_) INFX_CUDA_CHECK(cudaEventDestroy(e));
   INFX_CUDA_CHECK(cudaStreamDestroy(stream_));
 }
 
@@ -373,7 +377,7 @@ void CudaBackend::ResetScratch() {
   // pass replayed later would not find its activations where its graph has them.
   if (scratch_.WillConsolidate()) {
     INFX_CUDA_CHECK(cudaStreamSynchronize(stream_));
-    last_forward_.reset();
+    for (auto& f : last_forward_) f.reset();
   }
   scratch_.Reset();
   layout_host_.reset();
@@ -422,26 +426,27 @@ std::unique_ptr<SequenceState> CudaBackend::CreateState(const StateSpec& spec) {
   return std::make_unique<CudaState>(spec, *this, ++states_made_);
 }
 
-bool CudaBackend::ReplayForward(uint64_t shape, const BatchLayout& layout, SequenceState& state) {
+bool CudaBackend::ReplayForward(uint64_t shape, bool known, const BatchLayout& layout, SequenceState& state) {
   const CudaState& st = AsCudaState(state, this);
   queuing_forward_.reset();
   replayed_pick_.reset();
   if (!options_.replay_steps || !options_.graphs) return false;
   Layout(layout);  // queued now, as the first op that needs it would (every pass then starts the same way)
-  ForwardUnit f{shape, st.serial(), recorder_.flushes(), recorder_.queued_key_bytes()};
+  ForwardUnit f{std::max(staging_current_, 0), shape, st.serial(), recorder_.flushes(), recorder_.queued_key_bytes()};
   FlushGemv();
   FlushPending();
-  const bool same = last_forward_ && last_forward_->shape == shape && last_forward_->state == f.state &&
-                    last_forward_->prefix == f.prefix && last_forward_->generation == recorder_.generation() &&
-                    recorder_.CachedWithPrefix(last_forward_->hash);
+  const std::optional<ForwardUnit>& last = last_forward_[f.staging];
+  const bool same = known && last && last->shape == shape && last->state == f.state && last->prefix == f.prefix &&
+                    last->generation == recorder_.generation() && recorder_.CachedWithPrefix(last->hash);
   if (same && !options_.verify_replay) {
-    recorder_.ReplayWithPrefix(last_forward_->hash);
+    recorder_.ReplayWithPrefix(last->hash);
     ReleaseStaging();
-    if (last_forward_pick_ && last_forward_pick_->hash == last_forward_->hash) replayed_pick_ = last_forward_pick_;
+    const std::optional<RecordedPick>& pick = last_forward_pick_[f.staging];
+    if (pick && pick->hash == last->hash) replayed_pick_ = pick;
     return true;
   }
   f.verify = same;  // verify_replay: the ops about to be queued must make that unit
-  f.hash = same ? last_forward_->hash : 0;
+  f.hash = same ? last->hash : 0;
   queuing_forward_ = f;
   return false;
 }
@@ -459,9 +464,9 @@ void CudaBackend::EndForward() {
   if (one_unit && unit.graph) {
     f.hash = unit.hash;
     f.generation = recorder_.generation();
-    last_forward_ = f;
+    last_forward_[f.staging] = f;
   } else {
-    last_forward_.reset();
+    last_forward_[f.staging].reset();
   }
 }
 

@@ -53,8 +53,14 @@ class CudaBackend final : public Backend {
   // The picks on the device (GreedyRows) and only the ids read back. A decode step recorded with its pick
   // holds the greedy kernel in its unit; after a replay of it the ids are read from where it wrote them.
   std::vector<int32_t> PickGreedy(const Tensor& logits, int64_t sampleable) override;
+  // Pipelined: the pass's unit ends with the picks and their copy into a device buffer of this backend
+  // (pick_feed_), which the next pass's FeedPickedTokens reads on the device; the ids go to the host on a
+  // copy of their own, waited for in TakeGreedyPick.
+  void QueueGreedyPick(const Tensor& logits, int64_t sampleable) override;
+  std::vector<int32_t> TakeGreedyPick() override;
+  void FeedPickedTokens(std::span<const int32_t> rows, Tensor ids) override;
   std::unique_ptr<SequenceState> CreateState(const StateSpec& spec) override;
-  bool ReplayForward(uint64_t shape, const BatchLayout& layout, SequenceState& state) override;
+  bool ReplayForward(uint64_t shape, bool known, const BatchLayout& layout, SequenceState& state) override;
 
   void Embedding(const Tensor& ids, const Tensor& table, Tensor out) override;
   void RmsNorm(const Tensor& x, const Tensor& weight, float eps, bool unit_offset, Tensor out) override;
@@ -212,7 +218,10 @@ class CudaBackend final : public Backend {
   // ReplayForward: the forward pass being queued (its shape, its state's serial, the recorder's flushes
   // and key bytes when it asked), and the last one that ran as one graph, which a pass of the same shape,
   // state and queued inputs may launch again (until the scratch arena is rearranged or graphs dropped).
+  // Kept per staging buffer (the unit's uploads come from one of the two, whose addresses are part of its
+  // key): steps queued while the one before runs alternate between them (pipelined greedy decode).
   struct ForwardUnit {
+    int staging = 0;
     uint64_t shape = 0;
     int64_t state = 0;
     int64_t flushes = 0;
@@ -221,17 +230,33 @@ class CudaBackend final : public Backend {
     uint64_t generation = 0;  // the recorder's, when it ran
     bool verify = false;      // verify_replay: it would have replayed `hash`
   };
-  std::optional<ForwardUnit> queuing_forward_, last_forward_;
-  // PickGreedy: the pick recorded with last_forward_'s unit (its logits, sampleable ids, rows, the ids'
-  // scratch and the unit's key), and the one a replay of that unit has just written, which the pick after
-  // the replay reads instead of picking again (the model keeps steps with and without picks a shape apart).
+  std::optional<ForwardUnit> queuing_forward_, last_forward_[2];
+  // QueueGreedyPick: the pick recorded with each last_forward_ unit (its logits, sampleable ids, rows and
+  // the unit's key), and the one a replay of such a unit has just made (and copied to pick_feed_), which the
+  // pick after the replay takes instead of picking again (the model keeps steps with and without picks a
+  // shape apart).
   struct RecordedPick {
     const void* logits = nullptr;
     int64_t sampleable = 0, rows = 0;
-    void* ids = nullptr;
     uint64_t hash = 0;
   };
-  std::optional<RecordedPick> last_forward_pick_, replayed_pick_;
+  std::optional<RecordedPick> last_forward_pick_[2], replayed_pick_;
+  // Pipelined picks (QueueGreedyPick): the device copy of the last pick's ids (pick_feed_rows_ of them; 0:
+  // none yet), which FeedPickedTokens gathers from; and the picks queued and not yet taken, each copied into
+  // a page-locked slot of a small ring, with an event after its copy.
+  static constexpr int kPickSlots = 4;
+  static constexpr int64_t kPickFeedRows = 4096;  // logit rows of one pick at most
+  cuda::DeviceBuffer pick_feed_;
+  int64_t pick_feed_rows_ = 0;
+  cuda::PinnedBuffer pick_host_[kPickSlots];
+  cudaEvent_t pick_done_[kPickSlots] = {};
+  struct QueuedPick {
+    int slot = 0;
+    int64_t rows = 0;
+  };
+  std::vector<QueuedPick> queued_picks_;  // oldest first
+  int next_pick_slot_ = 0;
+
   int64_t states_made_ = 0;  // serials of the CudaStates made here
   // CopyToHost: the forward pass being queued, if any, ends with this unit.
   void EndForward();

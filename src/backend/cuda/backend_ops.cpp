@@ -1,5 +1,6 @@
 // The CUDA backend's ops: argument checks on the host, then queued launcher calls (kernels.h).
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <utility>
 
@@ -7,6 +8,7 @@
 #include "backend/cuda/check.h"
 #include "backend/cuda/state.h"
 #include "base/check.h"
+#include "base/error.h"
 
 namespace infernix {
 namespace {
@@ -763,26 +765,68 @@ void CudaBackend::GreedyRows(const Tensor& logits, int64_t sampleable, Tensor id
 }
 
 std::vector<int32_t> CudaBackend::PickGreedy(const Tensor& logits, int64_t sampleable) {
+  INFX_CHECK_MSG(queued_picks_.empty(), "PickGreedy with {} greedy picks queued and not taken", queued_picks_.size());
+  QueueGreedyPick(logits, sampleable);
+  return TakeGreedyPick();
+}
+
+void CudaBackend::QueueGreedyPick(const Tensor& logits, int64_t sampleable) {
   INFX_CHECK(logits.dtype == DType::kF32);
   const int64_t rows = logits.rows();
-  std::vector<int32_t> out(static_cast<size_t>(rows));
+  INFX_CHECK_MSG(queued_picks_.size() < static_cast<size_t>(kPickSlots), "{} greedy picks queued and not taken",
+                 queued_picks_.size());
+  if (rows > kPickFeedRows)
+    ThrowError(ErrorCode::kOutOfRange, "greedy picks of {} logit rows at once (the CUDA backend takes up to {})", rows,
+               kPickFeedRows);
   const std::optional<RecordedPick> replayed = std::exchange(replayed_pick_, std::nullopt);
-  if (replayed && replayed->logits == logits.data && replayed->sampleable == sampleable && replayed->rows == rows) {
-    Tensor ids;  // the recorded pass's scratch, which the replayed unit has just written
-    ids.data = replayed->ids;
-    ids.dtype = DType::kI32;
-    ids.shape = {rows};
-    CopyToHost(ids, out.data());
-    return out;
+  const bool replay =
+      replayed && replayed->logits == logits.data && replayed->sampleable == sampleable && replayed->rows == rows;
+  if (!replay) {  // else the replayed unit has just made the picks and their copy to pick_feed_
+    const bool recording = queuing_forward_.has_value();
+    const int staging = recording ? queuing_forward_->staging : 0;
+    Tensor ids = Scratch(DType::kI32, {rows});
+    GreedyRows(logits, sampleable, ids);
+    Enqueue(cuda::LaunchMemcpy, pick_feed_.data(), static_cast<const void*>(ids.data),
+            static_cast<size_t>(rows) * sizeof(int32_t));
+    Submit();
+    EndForward();  // last_forward_[staging] is now this pass's unit, or none
+    if (recording) {
+      last_forward_pick_[staging].reset();
+      if (last_forward_[staging])
+        last_forward_pick_[staging] = RecordedPick{logits.data, sampleable, rows, last_forward_[staging]->hash};
+    } else {
+      for (auto& p : last_forward_pick_) p.reset();
+    }
   }
-  const bool recording = queuing_forward_.has_value();
-  Tensor ids = Scratch(DType::kI32, {rows});
-  GreedyRows(logits, sampleable, ids);
-  CopyToHost(ids, out.data());  // ends the pass (EndForward): last_forward_ is now this pass's unit, or none
-  last_forward_pick_.reset();
-  if (recording && last_forward_)
-    last_forward_pick_ = RecordedPick{logits.data, sampleable, rows, ids.data, last_forward_->hash};
-  return out;
+  // The ring's slot was last used kPickSlots picks ago, which has been taken (the check above).
+  const int slot = next_pick_slot_;
+  next_pick_slot_ = (slot + 1) % kPickSlots;
+  INFX_CUDA_CHECK(cudaMemcpyAsync(pick_host_[slot].data(), pick_feed_.data(), static_cast<size_t>(rows) * sizeof(int32_t),
+                                  cudaMemcpyDeviceToHost, stream_));
+  INFX_CUDA_CHECK(cudaEventRecord(pick_done_[slot], stream_));
+  queued_picks_.push_back(QueuedPick{slot, rows});
+  pick_feed_rows_ = rows;
+}
+
+std::vector<int32_t> CudaBackend::TakeGreedyPick() {
+  INFX_CHECK_MSG(!queued_picks_.empty(), "no greedy pick is queued");
+  const QueuedPick q = queued_picks_.front();
+  queued_picks_.erase(queued_picks_.begin());
+  const auto t0 = std::chrono::steady_clock::now();
+  INFX_CUDA_CHECK(cudaEventSynchronize(pick_done_[q.slot]));
+  host_wait_ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  const auto* ids = static_cast<const int32_t*>(pick_host_[q.slot].data());
+  return std::vector<int32_t>(ids, ids + q.rows);
+}
+
+void CudaBackend::FeedPickedTokens(std::span<const int32_t> rows, Tensor ids) {
+  INFX_CHECK_MSG(pick_feed_rows_ > 0, "no greedy pick to take token ids from");
+  INFX_CHECK(ids.dtype == DType::kI32 && ids.numel() == static_cast<int64_t>(rows.size()));
+  for (int32_t r : rows)
+    INFX_CHECK_MSG(r >= 0 && r < pick_feed_rows_, "feed row {} of a pick of {} rows", r, pick_feed_rows_);
+  const auto* map = static_cast<const int32_t*>(Upload(rows.data(), rows.size() * sizeof(int32_t)));
+  Enqueue(cuda::LaunchFeedTokens, static_cast<const int32_t*>(pick_feed_.data()), map,
+          static_cast<int64_t>(rows.size()), ids.as<int32_t>());
 }
 
 void CudaBackend::TopKRows(const Tensor& logits, int k, Tensor values, Tensor ids) {

@@ -494,6 +494,8 @@ constexpr int kGreedySplits = 32;
 constexpr int64_t kGreedyMaxRows = 1024;
 void LaunchGreedyRows(cudaStream_t s, const float* logits, int64_t rows, int64_t cols, int64_t sampleable,
                       GreedyPart* parts, int32_t* counters, int32_t* ids);
+// Token ids from greedy picks (greedy.h, FeedFromPicks): ids[i] = max(picks[rows[i]], 0), i < n.
+void LaunchFeedTokens(cudaStream_t s, const int32_t* picks, const int32_t* rows, int64_t n, int32_t* ids);
 // The k largest per row, descending, ties to the lower index. k <= 256.
 void LaunchTopKRows(cudaStream_t s, const float* logits, int64_t rows, int64_t cols, int32_t k, float* values,
                     int32_t* ids);

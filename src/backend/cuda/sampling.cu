@@ -2,6 +2,7 @@
 // each row split over kGreedySplits blocks), and, one block per row, the top-k candidates (descending,
 // ties to the lower index; top-p is applied by the caller over these) and logsumexp for log-probabilities.
 // Ties always go to the lower index, as torch.argmax does.
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
 
@@ -116,7 +117,20 @@ __global__ void __launch_bounds__(kThreads) LogSumExpKernel(const float* logits,
   if (threadIdx.x == 0) out[blockIdx.x] = mx == -INFINITY ? -INFINITY : mx + logf(sum);
 }
 
+__global__ void FeedTokensKernel(const int32_t* picks, const int32_t* rows, int64_t n, int32_t* ids) {
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+    ids[i] = max(picks[rows[i]], 0);
+}
+
 }  // namespace
+
+void LaunchFeedTokens(cudaStream_t s, const int32_t* picks, const int32_t* rows, int64_t n, int32_t* ids) {
+  if (n == 0) return;
+  const int64_t blocks = std::min<int64_t>((n + kThreads - 1) / kThreads, 64);
+  FeedTokensKernel<<<static_cast<unsigned>(blocks), kThreads, 0, s>>>(picks, rows, n, ids);
+  INFX_CUDA_CHECK_LAUNCH();
+}
 
 void LaunchGreedyRows(cudaStream_t s, const float* logits, int64_t rows, int64_t cols, int64_t sampleable,
                       GreedyPart* parts, int32_t* counters, int32_t* ids) {
