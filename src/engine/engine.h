@@ -7,7 +7,9 @@
 // model's may be padded past it) are never sampled. A failed forward pass fails the requests of its
 // batch; an exception in one request's own processing (sampler, grammar, decoder, stop strings, the
 // handle's hooks) fails that request alone: both end with FinishReason::kError, and the engine goes
-// on. Stats() counts a request before its final update is published.
+// on. Stats() counts a request before its final update is published. Steps whose requests all pick
+// greedily take the backend's picks, and the next step of the same requests is queued before they are
+// read (EngineOptions::pipeline_greedy): the device runs it while this one's tokens are published.
 #pragma once
 
 #include <chrono>
