@@ -61,7 +61,7 @@ def parse(lines, test="test"):
             # The KV cache's type where it is not the activations' (runs that differ only in it are apart).
             kv = f" kv {m.group(4)}" if m.group(4) and m.group(4) not in ("bf16", "f32", "f16") else ""
             # bench --greedy: only the picks come back; --sync-greedy: without queuing the next step first
-            greedy = (" greedy sync" if "; greedy picks, each step" in line else
+            greedy = (" greedy sync" if "; greedy picks, each step queued after" in line else
                       " greedy" if "; greedy picks" in line else "")
             model, gemv = f"{m.group(1)} {m.group(2)}L {m.group(3)}{kv}{greedy}", ""
         elif m := GEMV_HEAD.match(line):
