@@ -20,6 +20,7 @@ struct ServeOptions {
   ServiceOptions service;
   ServerOptions server;
   std::string config_path;
+  bool no_pipeline = false;  // --no-pipeline: service.engine.pipeline_greedy off
 };
 
 std::string TomlScalar(const toml::node& v, const std::string& path, const std::string& key) {
@@ -85,7 +86,9 @@ void Serve(const ServeOptions& o) {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);  // inherited by every thread started below
 
-  ModelService service(o.service);
+  ServiceOptions options = o.service;
+  options.engine.pipeline_greedy = !o.no_pipeline;
+  ModelService service(options);
   HttpServer server(service, o.server);
   int port = server.Bind();
   PrintBanner(service, o.server, port);
@@ -128,7 +131,7 @@ void RegisterServeCommand(CLI::App& app) {
   serve->add_option("--prefill-chunk", o->service.engine.prefill_chunk, "Prompt tokens of one request per step")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  serve->add_flag("!--no-pipeline", o->service.engine.pipeline_greedy,
+  serve->add_flag("--no-pipeline", o->no_pipeline,
                   "Queue a greedy decode step only after the picks of the one before are read; by default, when "
                   "every request of a step picks greedily (no penalties, logit_bias, logprobs or grammar), the next "
                   "step of the same requests is queued first, its token ids taken from those picks on the backend");
