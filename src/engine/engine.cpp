@@ -294,9 +294,13 @@ void Engine::PublishPicks(const StepPlan& plan, Clock::time_point started) {
     }
     if (!scheduler_.Contains(s.request_id)) active_.erase(s.request_id);
   }
+  // Pipelined steps overlap (one is queued before the one before it is published): each counts from the end
+  // of the one before it, so that the sum is the engine's time in steps.
+  const Clock::time_point now = Clock::now(), from = std::max(started, last_step_end_);
+  last_step_end_ = now;
   std::lock_guard<std::mutex> lock(mutex_);
   ++stats_.steps;
-  stats_.step_seconds_sum += std::chrono::duration<double>(Clock::now() - started).count();
+  stats_.step_seconds_sum += std::chrono::duration<double>(now - from).count();
   stats_.waiting = scheduler_.waiting();
   stats_.running = scheduler_.running();
 }

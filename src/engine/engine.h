@@ -141,6 +141,7 @@ class Engine {
   std::map<uint64_t, std::unique_ptr<Active>> active_;  // engine thread only
   std::vector<Pick> picks_;    // engine thread only: a step's picks
   std::optional<GreedyStep> in_flight_;  // engine thread only: pipeline_greedy's step in flight
+  Clock::time_point last_step_end_;      // engine thread only: when the last step's picks were published
   std::unique_ptr<ThreadPool> sampling_pool_;
   std::thread thread_;
 };
