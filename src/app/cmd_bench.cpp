@@ -230,8 +230,8 @@ void Run(const BenchOptions& o) {
       // Decode steps at positions [first, end). With --greedy (not --sync-greedy) each step after the first
       // takes its ids from the picks of the one before on the backend and is queued before those are read,
       // as the engine's pipelined greedy steps are (Model::QueueGreedy).
-      std::vector<int32_t> feed(static_cast<size_t>(b));
-      for (int s = 0; s < b; ++s) feed[static_cast<size_t>(s)] = s;
+      std::vector<int32_t> same_rows(static_cast<size_t>(b));  // sequence s continues row s
+      for (int s = 0; s < b; ++s) same_rows[static_cast<size_t>(s)] = s;
       auto steps = [&](int64_t first, int64_t end) {
         bool queued = false;  // a greedy step whose picks have not been taken
         for (int64_t pos = first; pos < end; ++pos) {
@@ -246,7 +246,8 @@ void Run(const BenchOptions& o) {
           } else if (o.sync_greedy) {
             model->ForwardGreedy(batch, *state, c.vocab_size);
           } else {
-            model->QueueGreedy(batch, *state, c.vocab_size, queued ? std::span<const int32_t>(feed) : std::span<const int32_t>());
+            const std::span<const int32_t> feed = queued ? std::span<const int32_t>(same_rows) : std::span<const int32_t>();
+            model->QueueGreedy(batch, *state, c.vocab_size, feed);
             if (queued) model->TakeGreedy();
             queued = true;
           }

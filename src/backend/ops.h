@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <span>
@@ -163,7 +164,7 @@ class Backend {
   virtual std::vector<int32_t> TakeGreedyPick() {
     INFX_CHECK_MSG(!queued_picks_.empty(), "no greedy pick is queued");
     std::vector<int32_t> ids = std::move(queued_picks_.front());
-    queued_picks_.erase(queued_picks_.begin());
+    queued_picks_.pop_front();
     return ids;
   }
   virtual void FeedPickedTokens(std::span<const int32_t> rows, Tensor ids) {
@@ -173,10 +174,11 @@ class Backend {
   }
   // Decode steps without queuing every op again. The model calls this at the start of a forward pass,
   // after queuing its token ids, with `shape` standing for everything but those ids and the positions
-  // in `layout` (the slots, tokens per sequence, logit rows, the model). A backend that records a forward pass as one unit (CUDA) may launch a unit it ran for a forward pass of
-  // that shape on `state` again (the CUDA backend: the last of that shape from the same staging buffer),
-  // now with these ids and this layout, and return true: the model then skips its layers and reads its
-  // logits from where that shape's passes put them. false (the default): queue the pass as usual.
+  // in `layout` (the slots, tokens per sequence, logit rows, the model). A backend that records a forward
+  // pass as one unit (CUDA) may launch a unit it ran for a forward pass of that shape on `state` again (the
+  // CUDA backend: the last of that shape from the same staging buffer), now with these ids and this layout,
+  // and return true: the model then skips its layers and reads its logits from where that shape's passes
+  // put them. false (the default): queue the pass as usual.
   // known: whether the model knows where that shape's logits go (it forgets them at times); without it
   // the backend must not replay, but may record the pass for later replays as it records others.
   virtual bool ReplayForward(uint64_t /*shape*/, bool /*known*/, const BatchLayout& /*layout*/,
@@ -261,7 +263,7 @@ class Backend {
   // The default pipelined picks' ids: the last one queued, and those queued and not yet taken (oldest
   // first; at most a few).
   std::vector<int32_t> last_pick_;
-  std::vector<std::vector<int32_t>> queued_picks_;
+  std::deque<std::vector<int32_t>> queued_picks_;
 };
 
 }  // namespace infernix

@@ -5,6 +5,7 @@
 #include <exception>
 #include <optional>
 #include <string>
+#include <unordered_map>
 
 #include "base/check.h"
 #include "base/error.h"
@@ -246,6 +247,26 @@ void Engine::TakePick(Active& a, Pick& pick) {
   HandleToken(a, pick.sample);
 }
 
+bool Engine::PicksGreedily(const Active& a) { return !a.constraint && a.sampler.PlainGreedy(); }
+
+ForwardBatch Engine::BuildBatch(const StepPlan& plan) {
+  ForwardBatch batch;
+  for (const ScheduledSeq& s : plan.seqs) {
+    const Active& a = *active_.at(s.request_id);
+    if (s.admitted) state_->ClearSlot(s.slot);
+    int64_t begin = static_cast<int64_t>(batch.tokens.size());
+    if (s.prefill) {
+      batch.tokens.insert(batch.tokens.end(), a.request.prompt.begin() + s.pos_begin,
+                          a.request.prompt.begin() + s.pos_begin + s.n_tokens);
+    } else {
+      batch.tokens.push_back(a.last_token);
+    }
+    batch.seqs.push_back(BatchSeq{s.slot, begin, s.n_tokens, s.pos_begin});
+    if (s.wants_logits) batch.logit_rows.push_back(static_cast<int32_t>(begin + s.n_tokens - 1));
+  }
+  return batch;
+}
+
 void Engine::DropCancelled() {
   // Requests whose client went away leave before the step, freeing their slots; so do those whose
   // output the API layer found complete (RequestHandle::SetOutputEnd), which end normally.
@@ -308,26 +329,23 @@ void Engine::PublishPicks(const StepPlan& plan, Clock::time_point started) {
 bool Engine::QueueContinuation(const GreedyStep& step) {
   StepPlan next = scheduler_.Plan();
   if (next.empty()) return false;
-  ForwardBatch batch;
+  std::unordered_map<uint64_t, int32_t> row_of;  // request id -> its row of `step`'s picks
+  for (size_t r = 0; r < step.picking.size(); ++r) row_of.emplace(step.picking[r], static_cast<int32_t>(r));
   std::vector<int32_t> feed;
   std::vector<uint64_t> picking;
-  int64_t sampleable = 0;
   for (const ScheduledSeq& s : next.seqs) {
     // Only decode tokens of requests whose token is one of `step`'s picks, all still picking greedily,
     // none of which ends with that pick for certain (max_new_tokens): any other step waits for the picks.
     if (s.prefill || s.admitted || !s.wants_logits) return false;
-    const auto row = std::find(step.picking.begin(), step.picking.end(), s.request_id);
-    if (row == step.picking.end()) return false;
+    const auto row = row_of.find(s.request_id);
+    if (row == row_of.end()) return false;
     const Active& a = *active_.at(s.request_id);
-    if (a.constraint || !a.sampler.PlainGreedy() || a.generated + 1 >= a.request.max_new_tokens) return false;
-    sampleable = a.sampler.sampleable();
-    const auto i = static_cast<int64_t>(batch.tokens.size());
-    feed.push_back(static_cast<int32_t>(row - step.picking.begin()));
-    batch.tokens.push_back(0);  // fed from the picks on the backend
-    batch.seqs.push_back(BatchSeq{s.slot, i, 1, s.pos_begin});
-    batch.logit_rows.push_back(static_cast<int32_t>(i));
+    if (!PicksGreedily(a) || a.generated + 1 >= a.request.max_new_tokens) return false;
+    feed.push_back(row->second);
     picking.push_back(s.request_id);
   }
+  const ForwardBatch batch = BuildBatch(next);  // its decode tokens are fed from the picks on the backend
+  const int64_t sampleable = active_.at(picking.front())->sampler.sampleable();
   const auto started = Clock::now();
   try {
     model_.QueueGreedy(batch, *state_, sampleable, feed);
@@ -348,7 +366,8 @@ void Engine::FinishGreedyStep(const GreedyStep& step, bool logits_valid) {
     FailPlan(step.plan, e);
     return;
   }
-  INFX_CHECK_MSG(ids.size() == step.picking.size(), "{} greedy picks for {} sequences", ids.size(), step.picking.size());
+  INFX_CHECK_MSG(ids.size() == step.picking.size(), "{} greedy picks for {} sequences", ids.size(),
+                 step.picking.size());
   picks_.assign(step.picking.size(), Pick{});
   std::span<float> logits;
   const auto vocab = static_cast<size_t>(model_.config().vocab_size);
@@ -394,26 +413,12 @@ void Engine::Step() {
   StepPlan plan = scheduler_.Plan();
   if (plan.empty()) return;
   auto started = Clock::now();
-  ForwardBatch batch;
-  for (const ScheduledSeq& s : plan.seqs) {
-    Active& a = *active_.at(s.request_id);
-    if (s.admitted) state_->ClearSlot(s.slot);
-    int64_t begin = static_cast<int64_t>(batch.tokens.size());
-    if (s.prefill) {
-      batch.tokens.insert(batch.tokens.end(), a.request.prompt.begin() + s.pos_begin,
-                          a.request.prompt.begin() + s.pos_begin + s.n_tokens);
-    } else {
-      batch.tokens.push_back(a.last_token);
-    }
-    batch.seqs.push_back(BatchSeq{s.slot, begin, s.n_tokens, s.pos_begin});
-    if (s.wants_logits) batch.logit_rows.push_back(static_cast<int32_t>(begin + s.n_tokens - 1));
-  }
+  const ForwardBatch batch = BuildBatch(plan);
   std::vector<Active*> picking;
   for (const ScheduledSeq& s : plan.seqs)
     if (s.wants_logits) picking.push_back(active_.at(s.request_id).get());
   const bool greedy = options_.greedy_picks && !picking.empty() &&
-                      std::all_of(picking.begin(), picking.end(),
-                                  [](const Active* a) { return !a->constraint && a->sampler.PlainGreedy(); });
+                      std::all_of(picking.begin(), picking.end(), [](const Active* a) { return PicksGreedily(*a); });
   if (greedy) {
     try {
       model_.QueueGreedy(batch, *state_, picking.front()->sampler.sampleable());

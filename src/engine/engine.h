@@ -93,6 +93,11 @@ class Engine {
   // requests (those still running); a plan is committed; the step's picks (picks_, in the plan's order of
   // picking sequences) are published.
   void DropCancelled();
+  // Whether a's picks may be the backend's greedy picks (Sampler::PlainGreedy, no grammar).
+  static bool PicksGreedily(const Active& a);
+  // The step's forward batch (prompt chunks, decode tokens: each request's last token), clearing the slots
+  // of the requests it admits.
+  ForwardBatch BuildBatch(const StepPlan& plan);
   void FailPlan(const StepPlan& plan, const std::exception& e);
   void ApplyPlan(const StepPlan& plan);
   void PublishPicks(const StepPlan& plan, Clock::time_point started);

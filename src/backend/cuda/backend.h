@@ -18,6 +18,7 @@
 
 #include <cuda_runtime.h>
 
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -254,7 +255,7 @@ class CudaBackend final : public Backend {
     int slot = 0;
     int64_t rows = 0;
   };
-  std::vector<QueuedPick> queued_picks_;  // oldest first
+  std::deque<QueuedPick> queued_picks_;  // oldest first
   int next_pick_slot_ = 0;
 
   int64_t states_made_ = 0;  // serials of the CudaStates made here

@@ -773,6 +773,7 @@ std::vector<int32_t> CudaBackend::PickGreedy(const Tensor& logits, int64_t sampl
 void CudaBackend::QueueGreedyPick(const Tensor& logits, int64_t sampleable) {
   INFX_CHECK(logits.dtype == DType::kF32);
   const int64_t rows = logits.rows();
+  const size_t bytes = static_cast<size_t>(rows) * sizeof(int32_t);
   INFX_CHECK_MSG(queued_picks_.size() < static_cast<size_t>(kPickSlots), "{} greedy picks queued and not taken",
                  queued_picks_.size());
   if (rows > kPickFeedRows)
@@ -786,8 +787,7 @@ void CudaBackend::QueueGreedyPick(const Tensor& logits, int64_t sampleable) {
     const int staging = recording ? queuing_forward_->staging : 0;
     Tensor ids = Scratch(DType::kI32, {rows});
     GreedyRows(logits, sampleable, ids);
-    Enqueue(cuda::LaunchMemcpy, pick_feed_.data(), static_cast<const void*>(ids.data),
-            static_cast<size_t>(rows) * sizeof(int32_t));
+    Enqueue(cuda::LaunchMemcpy, pick_feed_.data(), static_cast<const void*>(ids.data), bytes);
     Submit();
     EndForward();  // last_forward_[staging] is now this pass's unit, or none
     if (recording) {
@@ -801,8 +801,7 @@ void CudaBackend::QueueGreedyPick(const Tensor& logits, int64_t sampleable) {
   // The ring's slot was last used kPickSlots picks ago, which has been taken (the check above).
   const int slot = next_pick_slot_;
   next_pick_slot_ = (slot + 1) % kPickSlots;
-  INFX_CUDA_CHECK(cudaMemcpyAsync(pick_host_[slot].data(), pick_feed_.data(), static_cast<size_t>(rows) * sizeof(int32_t),
-                                  cudaMemcpyDeviceToHost, stream_));
+  INFX_CUDA_CHECK(cudaMemcpyAsync(pick_host_[slot].data(), pick_feed_.data(), bytes, cudaMemcpyDeviceToHost, stream_));
   INFX_CUDA_CHECK(cudaEventRecord(pick_done_[slot], stream_));
   queued_picks_.push_back(QueuedPick{slot, rows});
   pick_feed_rows_ = rows;
@@ -811,7 +810,7 @@ void CudaBackend::QueueGreedyPick(const Tensor& logits, int64_t sampleable) {
 std::vector<int32_t> CudaBackend::TakeGreedyPick() {
   INFX_CHECK_MSG(!queued_picks_.empty(), "no greedy pick is queued");
   const QueuedPick q = queued_picks_.front();
-  queued_picks_.erase(queued_picks_.begin());
+  queued_picks_.pop_front();
   const auto t0 = std::chrono::steady_clock::now();
   INFX_CUDA_CHECK(cudaEventSynchronize(pick_done_[q.slot]));
   host_wait_ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

@@ -195,19 +195,16 @@ TEST(CudaSampling, GreedyPicksEqualTheHostPicks) {
   auto l = rig.F32({rows, vocab}, logits);
   auto ids = rig.gpu.Scratch(DType::kI32, {rows});
   rig.gpu.GreedyRows(l.gpu, sampleable, ids);
-  std::vector<float> got = rig.Gpu(ids);
-  for (int64_t i = 0; i < rows; ++i) EXPECT_EQ(static_cast<int32_t>(got[static_cast<size_t>(i)]), want[static_cast<size_t>(i)]) << "row " << i;
+  EXPECT_EQ(rig.GpuIds(ids), want);
   EXPECT_EQ(rig.gpu.PickGreedy(l.gpu, sampleable), want);
-  // Token ids fed from those picks (pipelined greedy steps: FeedPickedTokens), rows without a pick as 0:
-  // gathered on their own (FeedTokens, when an op other than an Embedding reads them first) and in the
-  // Embedding that reads them.
+  // Token ids fed from those picks (pipelined greedy steps: FeedPickedTokens, the FeedTokens kernel), rows
+  // without a pick as 0, read back and read by an Embedding.
   const std::vector<int32_t> map = {8, 0, 2, 6, 1, 4, 0};
   const std::vector<int32_t> fed_want = FeedFromPicks(want, map);
   const int64_t n = static_cast<int64_t>(map.size()), h = 64;
   auto fed = rig.gpu.Scratch(DType::kI32, {n});
   rig.gpu.FeedPickedTokens(map, fed);
-  std::vector<float> fed_got = rig.Gpu(fed);
-  for (int64_t i = 0; i < n; ++i) EXPECT_EQ(static_cast<int32_t>(fed_got[static_cast<size_t>(i)]), fed_want[static_cast<size_t>(i)]) << "fed " << i;
+  EXPECT_EQ(rig.GpuIds(fed), fed_want);
   auto table = rig.Weight(DType::kBF16, {vocab, h}, Rand(vocab * h, 53));
   auto id = rig.I32({n}, fed_want);
   auto out = rig.Out({n, h});
@@ -217,8 +214,7 @@ TEST(CudaSampling, GreedyPicksEqualTheHostPicks) {
   rig.gpu.FeedPickedTokens(map, fed_ids);
   rig.gpu.Embedding(fed_ids, table.gpu, fed_out);
   EXPECT_EQ(rig.Gpu(fed_out), Rig::Cpu(out.cpu));
-  fed_got = rig.Gpu(fed_ids);  // stored by the Embedding
-  for (int64_t i = 0; i < n; ++i) EXPECT_EQ(static_cast<int32_t>(fed_got[static_cast<size_t>(i)]), fed_want[static_cast<size_t>(i)]) << "fed " << i;
+  EXPECT_EQ(rig.GpuIds(fed_ids), fed_want);
   // More rows than a launch takes (kGreedyMaxRows), in small rows.
   const int64_t many = cuda::kGreedyMaxRows + 37, cols = 300;
   std::vector<float> small = Rand(many * cols, 52, -5, 5);

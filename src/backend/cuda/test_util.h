@@ -86,13 +86,18 @@ class Rig {
     return p;
   }
 
+  // An i32 tensor's values, as they are.
+  std::vector<int32_t> GpuIds(const Tensor& t) {
+    std::vector<int32_t> v(static_cast<size_t>(t.numel()));
+    gpu.CopyToHost(t, v.data());
+    return v;
+  }
   std::vector<float> Gpu(const Tensor& t) {
     std::vector<float> out(static_cast<size_t>(t.numel()));
     if (t.dtype == DType::kF32) {
       gpu.CopyToHost(t, out.data());
     } else if (t.dtype == DType::kI32) {
-      std::vector<int32_t> v(out.size());
-      gpu.CopyToHost(t, v.data());
+      const std::vector<int32_t> v = GpuIds(t);
       for (size_t i = 0; i < v.size(); ++i) out[i] = static_cast<float>(v[i]);
     } else {
       std::vector<uint16_t> bits(out.size());
