@@ -164,7 +164,8 @@ TEST_F(EngineTest, GreedyTokensDoNotDependOnWhoPicksThem) {
       for (int i = 0; i < 3; ++i) {
         Collected c = Collect(*handles[static_cast<size_t>(i)]);
         EXPECT_EQ(c.tokens, expected[static_cast<size_t>(i)])
-            << "request " << i << (greedy_picks ? ", backend picks" : ", logits") << (with_sampled ? ", with a sampled one" : "");
+            << "request " << i << (greedy_picks ? ", backend picks" : ", logits")
+            << (with_sampled ? ", with a sampled one" : "");
       }
       if (sampled) {
         EXPECT_EQ(Collect(*sampled).tokens.size(), 20u);

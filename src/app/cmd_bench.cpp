@@ -246,7 +246,8 @@ void Run(const BenchOptions& o) {
           } else if (o.sync_greedy) {
             model->ForwardGreedy(batch, *state, c.vocab_size);
           } else {
-            const std::span<const int32_t> feed = queued ? std::span<const int32_t>(same_rows) : std::span<const int32_t>();
+            std::span<const int32_t> feed;  // the first step's ids are uploaded
+            if (queued) feed = same_rows;
             model->QueueGreedy(batch, *state, c.vocab_size, feed);
             if (queued) model->TakeGreedy();
             queued = true;
