@@ -126,7 +126,7 @@ class HalfPickingBackend : public CpuBackend {
 };
 
 // Greedy requests give the tokens greedy generation gives alone whether their steps take the backend's
-// picks (EngineOptions::greedy_picks), fall back to the logits for rows the backend did not pick, or
+// picks (EngineOptions::backend_picks), fall back to the logits for rows the backend did not pick, or
 // read the logits because a sampled request shares the step.
 TEST_F(EngineTest, GreedyTokensDoNotDependOnWhoPicksThem) {
   CpuBackend reference_backend(1);
@@ -139,11 +139,11 @@ TEST_F(EngineTest, GreedyTokensDoNotDependOnWhoPicksThem) {
   }
   HalfPickingBackend backend(2);
   auto model = LoadModel(*files_, backend);
-  for (const bool greedy_picks : {true, false}) {
+  for (const bool backend_picks : {true, false}) {
     for (const bool with_sampled : {false, true}) {
       EngineOptions o = Options(4, 16);
-      o.greedy_picks = greedy_picks;
-      o.pipeline_greedy = false;  // a row left unpicked is then read back (PipelinedGreedy... below: not so)
+      o.backend_picks = backend_picks;
+      o.pipeline_picks = false;  // a row left unpicked is then read back (PipelinedGreedy... below: not so)
       const int calls_before = backend.calls;
       Engine engine(*model, *tokenizer_, o);
       std::vector<std::shared_ptr<RequestHandle>> handles;
@@ -164,16 +164,16 @@ TEST_F(EngineTest, GreedyTokensDoNotDependOnWhoPicksThem) {
       for (int i = 0; i < 3; ++i) {
         Collected c = Collect(*handles[static_cast<size_t>(i)]);
         EXPECT_EQ(c.tokens, expected[static_cast<size_t>(i)])
-            << "request " << i << (greedy_picks ? ", backend picks" : ", logits")
+            << "request " << i << (backend_picks ? ", backend picks" : ", logits")
             << (with_sampled ? ", with a sampled one" : "");
       }
       if (sampled) {
         EXPECT_EQ(Collect(*sampled).tokens.size(), 20u);
       }
-      if (greedy_picks && !with_sampled) {
+      if (backend_picks && !with_sampled) {
         EXPECT_GT(backend.calls, calls_before);
       }
-      if (!greedy_picks) {
+      if (!backend_picks) {
         EXPECT_EQ(backend.calls, calls_before);
       }
     }
@@ -191,7 +191,7 @@ class FeedCountingBackend : public CpuBackend {
   int fed = 0;
 };
 
-// Pipelined greedy steps (EngineOptions::pipeline_greedy: each decode step queued before the picks of the
+// Pipelined greedy steps (EngineOptions::pipeline_picks: each decode step queued before the picks of the
 // one before are read, its ids fed from them) give the tokens of the unpipelined engine: with requests
 // that stop at a stop token, whose one step more is dropped, requests ending by max_new_tokens at different
 // steps and requests joining while others decode.
@@ -202,7 +202,7 @@ TEST_F(EngineTest, PipelinedGreedyStepsGiveTheTokensOfUnpipelinedOnes) {
   std::vector<FinishReason> reasons[2];
   for (const bool pipeline : {false, true}) {
     EngineOptions o = Options(3, 16);
-    o.pipeline_greedy = pipeline;
+    o.pipeline_picks = pipeline;
     const int fed_before = backend.fed;
     Engine engine(*model, *tokenizer_, o);
     const auto t0 = std::chrono::steady_clock::now();
@@ -242,6 +242,70 @@ TEST_F(EngineTest, PipelinedGreedyStepsGiveTheTokensOfUnpipelinedOnes) {
   }
 }
 
+// A backend that counts the picks it makes with draws, and the passes fed from picks.
+class DrawCountingBackend : public CpuBackend {
+ public:
+  using CpuBackend::CpuBackend;
+  void QueuePick(const Tensor& logits, int64_t sampleable, std::span<const TokenDraw> draws) override {
+    drawn += !draws.empty();
+    CpuBackend::QueuePick(logits, sampleable, draws);
+  }
+  void FeedPickedTokens(std::span<const int32_t> rows, Tensor ids) override {
+    ++fed;
+    CpuBackend::FeedPickedTokens(rows, ids);
+  }
+  int drawn = 0, fed = 0;
+};
+
+// Seeded top-k requests (Sampler::PlainDraw) give the same tokens whether the engine samples their logits
+// itself, takes the backend's draws step by step, or pipelines those steps; with a greedy request in the
+// same steps (a pick of greedy and drawn rows) and a top-p-only request (sampled here, so the steps it shares
+// read the logits back) joining later.
+TEST_F(EngineTest, SampledTokensDoNotDependOnWhoDrawsThem) {
+  DrawCountingBackend backend(2);
+  auto model = LoadModel(*files_, backend);
+  auto request = [&](int i) {
+    GenerationRequest r = Greedy(Prompt(i), 9 + i);
+    if (i != 1) {
+      r.sampling.temperature = 0.7 + 0.2 * i;
+      r.sampling.top_k = i == 3 ? 0 : 5 + 3 * i;
+      r.sampling.top_p = 0.9;
+      r.sampling.seed = 11 + static_cast<uint64_t>(i);
+    }
+    return r;
+  };
+  std::vector<std::vector<int32_t>> tokens[3];
+  for (int mode = 0; mode < 3; ++mode) {  // the engine's sampler; the backend's draws; pipelined
+    EngineOptions o = Options(3, 16);
+    o.backend_picks = mode > 0;
+    o.pipeline_picks = mode == 2;
+    const int drawn_before = backend.drawn, fed_before = backend.fed;
+    Engine engine(*model, *tokenizer_, o);
+    std::vector<std::shared_ptr<RequestHandle>> handles;
+    for (int i = 0; i < 4; ++i) {  // the fourth waits for a slot
+      Submission s = engine.Submit(request(i));
+      ASSERT_EQ(s.status, SubmitStatus::kAccepted) << s.message;
+      handles.push_back(s.handle);
+    }
+    for (auto& h : handles) tokens[mode].push_back(Collect(*h).tokens);
+    if (mode == 0) {
+      EXPECT_EQ(backend.drawn, drawn_before);
+    } else {
+      EXPECT_GT(backend.drawn, drawn_before) << "mode " << mode;
+    }
+    if (mode == 2) {
+      EXPECT_GT(backend.fed, fed_before);
+    } else {
+      EXPECT_EQ(backend.fed, fed_before) << "mode " << mode;
+    }
+  }
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(tokens[0][i].size(), 9 + i);
+    EXPECT_EQ(tokens[1][i], tokens[0][i]) << "request " << i << ", the backend's draws";
+    EXPECT_EQ(tokens[2][i], tokens[0][i]) << "request " << i << ", pipelined";
+  }
+}
+
 // A row the backend could not pick when the step after it has been queued over its logits: the request
 // ends with an error (the unpipelined engine reads such a row back and lets the sampler name the fault).
 TEST_F(EngineTest, PipelinedGreedyRowWithoutPickEndsItsRequest) {
@@ -253,7 +317,7 @@ TEST_F(EngineTest, PipelinedGreedyRowWithoutPickEndsItsRequest) {
   Collected c = Collect(*s.handle);
   EXPECT_EQ(c.final_update.finish_reason, FinishReason::kError);
   EXPECT_TRUE(c.tokens.empty());
-  EXPECT_NE(c.final_update.error.find("no greedy pick"), std::string::npos) << c.final_update.error;
+  EXPECT_NE(c.final_update.error.find("no pick on the backend"), std::string::npos) << c.final_update.error;
   // The engine goes on: the next request (on a backend that picks every row) is served.
   EngineOptions o = Options(1, 4);
   Engine next(*model_, *tokenizer_, o);

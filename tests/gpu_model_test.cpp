@@ -446,17 +446,31 @@ TEST_P(GpuTinyModel, GreedyPicksOfReplayedStepsAreTheLogitsPicks) {
   EXPECT_EQ(run(*rig.verifying, true), expected);  // throws where a replay would have been wrong
 }
 
-// Pipelined greedy decode (Model::QueueGreedy: each step queued before the picks of the one before are
-// read, its ids fed from them on the device; on the CUDA backend consecutive steps alternate between two
-// recorded units, one per staging buffer) picks what steps with uploaded ids pick on a backend without
-// graphs, through captures and replays, a verifying backend, and a change of batch (slot 0 leaves: the
-// feed takes row 1 of the step before).
+// Pipelined decode (Model::QueuePick: each step queued before the picks of the one before are read, its ids
+// fed from them on the device; on the CUDA backend consecutive steps alternate between two recorded units,
+// one per staging buffer) picks what steps with uploaded ids pick on a backend without graphs, through
+// captures and replays, a verifying backend, and a change of batch (slot 0 leaves: the feed takes row 1 of
+// the step before). Greedy picks, and top-k draws (a uniform of its own for each step and row), whose
+// unpipelined reference is the host's draw (pick.h's PickRows) from the logits read back.
 TEST_P(GpuTinyModel, PipelinedGreedyStepsPickAsUnpipelinedOnes) {
   ReplayRig rig = MakeReplayRig();
   const int64_t sampleable = vocab() - 3;
   const std::vector<int32_t> prompt[2] = {ref_->Ids("prompt.2.ids"), ref_->Ids("prompt.1.ids")};
   constexpr int kBoth = 8;
-  auto run = [&](Model& m, bool pipelined, int alone = 6) {
+  auto draws_of = [](int step, size_t rows, bool drawn) {
+    std::vector<TokenDraw> draws;
+    for (size_t r = 0; drawn && r < rows; ++r) {
+      TokenDraw d;
+      d.greedy = false;
+      d.rule.inv_temp = 1.0f / 0.8f;
+      d.rule.top_k = 20;
+      d.rule.top_p = 0.9;
+      d.u = std::fmod(0.618034 * step + 0.29 * static_cast<double>(r) + 0.1, 1.0);
+      draws.push_back(d);
+    }
+    return draws;
+  };
+  auto run = [&](Model& m, bool pipelined, int alone = 6, bool drawn = false) {
     auto state = m.backend().CreateState(m.MakeStateSpec(2, 64));
     int64_t pos[2] = {6, 3};
     std::vector<int32_t> last;  // the picks of the step before, in its row order
@@ -480,36 +494,51 @@ TEST_P(GpuTinyModel, PipelinedGreedyStepsPickAsUnpipelinedOnes) {
         batch.logit_rows.push_back(row);
         feed.push_back(from);
       }
+      const std::vector<TokenDraw> draws = draws_of(step, batch.logit_rows.size(), drawn);
       if (!pipelined) {
-        last = m.ForwardGreedy(batch, *state, sampleable);
+        if (drawn) {
+          const std::span<const float> logits = m.Forward(batch, *state);
+          last = PickRows(logits, static_cast<int64_t>(draws.size()), vocab(), sampleable, draws);
+        } else {
+          last = m.ForwardGreedy(batch, *state, sampleable);
+        }
         all.insert(all.end(), last.begin(), last.end());
         continue;
       }
       // The first step's ids are uploaded (the prompts' picks were taken); the others are fed.
-      m.QueueGreedy(batch, *state, sampleable, step == 0 ? std::span<const int32_t>() : std::span<const int32_t>(feed));
+      std::span<const int32_t> fed;
+      if (step > 0) fed = feed;
+      m.QueuePick(batch, *state, sampleable, draws, fed);
       if (queued) {
-        const std::vector<int32_t> before = m.TakeGreedy();
+        const std::vector<int32_t> before = m.TakePick();
         all.insert(all.end(), before.begin(), before.end());
       }
       queued = true;
       last.assign(batch.logit_rows.size(), -7);  // a pipelined step must not read them
     }
     if (queued) {
-      const std::vector<int32_t> before = m.TakeGreedy();
+      const std::vector<int32_t> before = m.TakePick();
       all.insert(all.end(), before.begin(), before.end());
     }
     return all;
   };
-  const std::vector<int32_t> expected = run(*rig.eager, false);
-  ASSERT_EQ(expected.size(), static_cast<size_t>(2 * kBoth + 6));
-  for (int32_t id : expected) EXPECT_GE(id, 0);
-  EXPECT_EQ(run(*model_, true), expected);
-  EXPECT_EQ(run(*model_, true), expected);  // the units recorded by the run before, replayed
-  EXPECT_EQ(run(*rig.verifying, true), expected);  // throws where a replay would have been wrong
-  // Runs of one shape after another: a run's first step (ids uploaded) follows fed steps on both staging
-  // buffers, and its second may replay the fed unit recorded on the other buffer by the run before.
-  const std::vector<int32_t> both = run(*rig.eager, false, 0);
-  for (int i = 0; i < 3; ++i) EXPECT_EQ(run(*model_, true, 0), both) << "run " << i;
+  for (const bool drawn : {false, true}) {
+    SCOPED_TRACE(drawn ? "draws" : "greedy");
+    const std::vector<int32_t> expected = run(*rig.eager, false, 6, drawn);
+    ASSERT_EQ(expected.size(), static_cast<size_t>(2 * kBoth + 6));
+    for (int32_t id : expected) EXPECT_GE(id, 0);
+    EXPECT_EQ(run(*model_, true, 6, drawn), expected);
+    EXPECT_EQ(run(*model_, true, 6, drawn), expected);         // the units recorded by the run before, replayed
+    EXPECT_EQ(run(*rig.verifying, true, 6, drawn), expected);  // throws where a replay would have been wrong
+    // Runs of one shape after another: a run's first step (ids uploaded) follows fed steps on both staging
+    // buffers, and its second may replay the fed unit recorded on the other buffer by the run before.
+    const std::vector<int32_t> both = run(*rig.eager, false, 0, drawn);
+    for (int i = 0; i < 3; ++i) EXPECT_EQ(run(*model_, true, 0, drawn), both) << "run " << i;
+    if (drawn) {  // draws, not the greedy picks
+      const std::vector<int32_t> greedy = run(*rig.eager, false, 6, false);
+      EXPECT_NE(expected, greedy);
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, GpuTinyModel,

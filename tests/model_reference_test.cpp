@@ -168,7 +168,7 @@ TEST_P(TinyModel, ForwardGreedyPicksWhatForwardsLogitsSay) {
   EXPECT_TRUE(model_->ForwardGreedy(none, *other, v).empty());
 }
 
-// Pipelined greedy decode (Model::QueueGreedy with a feed: each pass queued before the picks of the one
+// Pipelined greedy decode (Model::QueuePick with a feed: each pass queued before the picks of the one
 // before are taken, its ids taken from them) picks what passes with the same ids uploaded pick, also when
 // the feed reorders the rows (the sequences swap places in the batch).
 TEST_P(TinyModel, QueuedGreedyPassesFedFromThePicksBeforeThemPickAsForwardGreedy) {
@@ -184,7 +184,7 @@ TEST_P(TinyModel, QueuedGreedyPassesFedFromThePicksBeforeThemPickAsForwardGreedy
   first.seqs = {{0, 0, 2, 0}, {1, 2, 1, 0}};
   first.logit_rows = {1, 2};
   std::vector<int32_t> last = reference->ForwardGreedy(first, *by_ids, v);  // [seq 0, seq 1]
-  model_->QueueGreedy(first, *fed, v);
+  model_->QueuePick(first, *fed, v);
   for (int64_t step = 0; step < 5; ++step) {
     const bool swapped = step % 2 == 0;  // rows of the pass before: seq 0 in row 0 after an unswapped one
     const bool before_swapped = step > 0 && !swapped;
@@ -198,8 +198,8 @@ TEST_P(TinyModel, QueuedGreedyPassesFedFromThePicksBeforeThemPickAsForwardGreedy
       feed.push_back(before_swapped ? 1 - seq : seq);
     }
     const std::vector<int32_t> want = reference->ForwardGreedy(batch, *by_ids, v);
-    model_->QueueGreedy(batch, *fed, v, feed);
-    std::vector<int32_t> before = model_->TakeGreedy();  // the pass before this one
+    model_->QueuePick(batch, *fed, v, {}, feed);
+    std::vector<int32_t> before = model_->TakePick();  // the pass before this one
     if (before_swapped) std::swap(before[0], before[1]);
     ASSERT_EQ(before, last) << "step " << step;
     last = want;
@@ -207,7 +207,7 @@ TEST_P(TinyModel, QueuedGreedyPassesFedFromThePicksBeforeThemPickAsForwardGreedy
     ASSERT_GE(want[0], 0);
     ASSERT_GE(want[1], 0);
   }
-  std::vector<int32_t> final_picks = model_->TakeGreedy();
+  std::vector<int32_t> final_picks = model_->TakePick();
   std::swap(final_picks[0], final_picks[1]);  // the last step (4) was swapped
   EXPECT_EQ(final_picks, last);
 }

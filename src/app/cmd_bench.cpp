@@ -2,9 +2,11 @@
 //   pp<N>  prompt processing: one sequence of N tokens in one forward pass (median of repetitions)
 //   tg<M>  generation: M decode steps of B sequences at once (B = each batch size), one token each;
 //          with --depth D ("tg<M> @ d<D>") after every sequence was prefilled with D tokens (not timed);
-//          each step reads its logits back, or with --greedy takes the backend's greedy picks, queuing
-//          each step before reading the picks of the one before (its ids fed from them on the backend), as
-//          the server's engine does; --sync-greedy waits for each step's picks first
+//          each step reads its logits back, or with --greedy takes the backend's greedy picks (with
+//          --sample its top-k draws at Qwen3's recommended settings), queuing each step before reading the
+//          picks of the one before (its ids fed from them on the backend), as the server's engine does;
+//          --sync-picks waits for each step's picks first; --host-sample reads the logits back and samples
+//          them with the engine's sampler
 // For the CUDA backend it first measures the device's ceilings in the same process (copy bandwidth,
 // BF16 GEMM rate) and reports decode as the fraction of copy bandwidth used (weight + KV bytes read
 // per step / step time) and prefill as the fraction of the GEMM rate reached (model FLOPs / time).
@@ -16,12 +18,15 @@
 #include <fstream>
 #include <memory>
 #include <span>
+#include <thread>
 
 #include "app/commands.h"
 #include "app/model_options.h"
 #include "base/error.h"
 #include "base/int_list.h"
+#include "base/thread_pool.h"
 #include "engine/backend_factory.h"
+#include "engine/sampling.h"
 #include "model/dummy_weights.h"
 #include "model/model.h"
 
@@ -41,9 +46,22 @@ struct BenchOptions {
   std::string dummy_quant;  // empty: bf16
   int num_layers = 0;       // > 0: keep only the first N layers (dummy weights)
   KvCacheType kv_cache_type = KvCacheType::kActivation;
-  bool greedy = false;  // decode steps take the backend's greedy picks instead of reading the logits back
-  bool sync_greedy = false;  // with greedy: a step is queued only after the picks of the one before are read
+  bool greedy = false;       // decode steps take the backend's greedy picks instead of reading the logits back
+  bool sample = false;       // ... the backend's top-k draws (kBenchSampling)
+  bool host_sample = false;  // decode steps read the logits back and the engine's sampler draws (kBenchSampling)
+  bool sync_picks = false;   // with greedy or sample: a step is queued only after the picks before it are read
+  bool picks() const { return greedy || sample; }
 };
+
+// --sample and --host-sample: Qwen3's recommended settings (its generation_config.json).
+SamplingParams BenchSampling(int s) {
+  SamplingParams p;
+  p.temperature = 0.6;
+  p.top_k = 20;
+  p.top_p = 0.95;
+  p.seed = 1000 + static_cast<uint64_t>(s);
+  return p;
+}
 
 // The first `n` layers of `c` (a model too large for the device, measured per layer).
 ModelConfig FirstLayers(ModelConfig c, int n) {
@@ -54,6 +72,15 @@ ModelConfig FirstLayers(ModelConfig c, int n) {
   c.layer_types.resize(static_cast<size_t>(n));
   c.mlp_types.resize(static_cast<size_t>(n));
   return c;
+}
+
+// How the decode steps use their logits, for the header line.
+std::string PicksName(const BenchOptions& o) {
+  if (o.host_sample) return "; the logits read back and sampled (T 0.6, top-k 20, top-p 0.95) on the host";
+  if (!o.picks()) return "";
+  return fmt::format("; {} on the backend, each step queued {} the picks before it are read",
+                     o.greedy ? "greedy picks" : "draws (T 0.6, top-k 20, top-p 0.95)",
+                     o.sync_picks ? "after" : "before");
 }
 
 // A block type by name (every GGUF block type, and f8_e4m3_b128).
@@ -140,6 +167,9 @@ void Run(const BenchOptions& o) {
   if ((!o.dummy_quant.empty() || o.num_layers != 0) && !o.dummy_weights)
     ThrowError(ErrorCode::kInvalidArgument, "--dummy-quant and --num-layers need --dummy-weights");
   if (o.num_layers < 0) ThrowError(ErrorCode::kInvalidArgument, "--num-layers must be positive");
+  if (o.greedy + o.sample + o.host_sample > 1)
+    ThrowError(ErrorCode::kInvalidArgument, "--greedy, --sample and --host-sample exclude each other");
+  if (o.sync_picks && !o.picks()) ThrowError(ErrorCode::kInvalidArgument, "--sync-picks needs --greedy or --sample");
   const DType linear_dtype = o.dummy_quant.empty() ? DType::kBF16 : ParseDummyQuant(o.dummy_quant);
   std::unique_ptr<Model> model =
       o.dummy_weights ? LoadModelWithDummyWeights(FirstLayers(LoadConfigForDummyWeights(o.model_path, &files),
@@ -147,11 +177,12 @@ void Run(const BenchOptions& o) {
                                                   *backend, 1, linear_dtype)
                       : package->LoadModel(*backend);
   const ModelConfig& c = model->config();
-  // Decode steps before the timed ones (CUDA: graph capture). Pipelined greedy steps (--greedy) warm up in
+  // Decode steps before the timed ones (CUDA: graph capture). Pipelined steps (--greedy, --sample) warm up in
   // three runs of them: each run's first step is queued on its own, the others fed from the picks before
   // them, alternating between two recorded units.
   constexpr int64_t kWarmupSteps = 4;
-  const int64_t warmup = o.greedy && !o.sync_greedy ? 3 * kWarmupSteps : kWarmupSteps;
+  const bool pipelined = o.picks() && !o.sync_picks;
+  const int64_t warmup = pipelined ? 3 * kWarmupSteps : kWarmupSteps;
   for (int64_t depth : depths)
     if (depth > 0 && depth + o.n_gen + warmup > c.max_position_embeddings)
       ThrowError(ErrorCode::kInvalidArgument,
@@ -163,10 +194,7 @@ void Run(const BenchOptions& o) {
               std::string(ArchitectureName(c.arch)).c_str(), c.num_layers, static_cast<long long>(c.hidden_size),
               static_cast<long long>(c.vocab_size),
               o.dummy_weights ? fmt::format(" (dummy {} weights)", DTypeName(linear_dtype)).c_str() : "",
-              std::string(backend->name()).c_str(), kv_cache.c_str(),
-              !o.greedy         ? ""
-              : o.sync_greedy ? "; greedy picks, each step queued after the picks before it are read"
-                              : "; greedy picks, each step queued before the picks before it are read",
+              std::string(backend->name()).c_str(), kv_cache.c_str(), PicksName(o).c_str(),
               Seconds(t_load, std::chrono::steady_clock::now()));
   std::optional<DeviceCeilings> ceil = MeasureDeviceCeilings(*backend);
   if (ceil)
@@ -175,6 +203,9 @@ void Run(const BenchOptions& o) {
 
   std::vector<Row> rows;
   const int64_t vocab = c.vocab_size;
+  // --host-sample: as the engine's sampling pool (up to one thread per sequence).
+  ThreadPool sampling_pool(std::min<size_t>(std::max<size_t>(1, std::thread::hardware_concurrency()),
+                                            static_cast<size_t>(*std::max_element(batches.begin(), batches.end()))));
   // Prompt processing.
   {
     ModelCounts mc = Count(c, c.num_experts_per_tok, o.kv_cache_type);
@@ -227,13 +258,18 @@ void Run(const BenchOptions& o) {
         std::printf("tg%lld batch %d: context of %lld tokens prefilled in %.1f s\n", static_cast<long long>(o.n_gen), b,
                     static_cast<long long>(depth), Seconds(t_fill, std::chrono::steady_clock::now()));
       }
-      // Decode steps at positions [first, end). With --greedy (not --sync-greedy) each step after the first
-      // takes its ids from the picks of the one before on the backend and is queued before those are read,
-      // as the engine's pipelined greedy steps are (Model::QueueGreedy).
+      // Decode steps at positions [first, end). With --greedy or --sample (not --sync-picks) each step after
+      // the first takes its ids from the picks of the one before on the backend and is queued before those
+      // are read, as the engine's pipelined steps are (Model::QueuePick). With --sample and --host-sample
+      // each sequence draws with a sampler of its own, as a request does; --host-sample samples the rows
+      // at once on up to one thread per sequence, as the engine does.
       std::vector<int32_t> same_rows(static_cast<size_t>(b));  // sequence s continues row s
       for (int s = 0; s < b; ++s) same_rows[static_cast<size_t>(s)] = s;
+      std::vector<Sampler> samplers;
+      for (int s = 0; s < b; ++s) samplers.emplace_back(BenchSampling(s), vocab, std::span<const int32_t>{});
+      std::vector<TokenDraw> draws(static_cast<size_t>(o.sample ? b : 0));
       auto steps = [&](int64_t first, int64_t end) {
-        bool queued = false;  // a greedy step whose picks have not been taken
+        bool queued = false;  // a step whose picks have not been taken
         for (int64_t pos = first; pos < end; ++pos) {
           ForwardBatch batch;
           for (int s = 0; s < b; ++s) {
@@ -241,19 +277,26 @@ void Run(const BenchOptions& o) {
             batch.seqs.push_back(BatchSeq{s, s, 1, pos});
             batch.logit_rows.push_back(s);
           }
-          if (!o.greedy) {
-            model->Forward(batch, *state);  // the logits land in the backend's readback buffer
-          } else if (o.sync_greedy) {
-            model->ForwardGreedy(batch, *state, c.vocab_size);
+          for (size_t s = 0; s < draws.size(); ++s) draws[s] = samplers[s].NextDraw();
+          if (!o.picks()) {
+            std::span<float> logits = model->Forward(batch, *state);  // in the backend's readback buffer
+            if (o.host_sample)
+              sampling_pool.ParallelFor(static_cast<size_t>(b), 1, [&](size_t begin, size_t end) {
+                for (size_t s = begin; s < end; ++s)
+                  samplers[s].Sample(logits.subspan(s * static_cast<size_t>(vocab), static_cast<size_t>(vocab)));
+              });
+          } else if (o.sync_picks) {
+            model->QueuePick(batch, *state, c.vocab_size, draws);
+            model->TakePick();
           } else {
             std::span<const int32_t> feed;  // the first step's ids are uploaded
             if (queued) feed = same_rows;
-            model->QueueGreedy(batch, *state, c.vocab_size, feed);
-            if (queued) model->TakeGreedy();
+            model->QueuePick(batch, *state, c.vocab_size, draws, feed);
+            if (queued) model->TakePick();
             queued = true;
           }
         }
-        if (queued) model->TakeGreedy();
+        if (queued) model->TakePick();
       };
       // Warm-up. Without --depth the slots are then cleared and the timed steps start at 0; with it they
       // continue after the warm-up tokens, keeping the context.
@@ -316,8 +359,10 @@ void Run(const BenchOptions& o) {
     std::ofstream out(o.json_path, std::ios::trunc);
     if (!out) ThrowError(ErrorCode::kIo, "--json {}: cannot open for writing", o.json_path);
     out << "{\"backend\": \"" << backend->name() << "\", \"kv_cache\": \"" << kv_cache
-        << "\", \"greedy\": " << (o.greedy ? "true" : "false")
-        << ", \"greedy_pipelined\": " << (o.greedy && !o.sync_greedy ? "true" : "false") << ", \"rows\": [";
+        << "\", \"greedy\": " << (o.greedy ? "true" : "false") << ", \"sample\": " << (o.sample ? "true" : "false")
+        << ", \"host_sample\": " << (o.host_sample ? "true" : "false")
+        << ", \"greedy_pipelined\": " << (o.greedy && pipelined ? "true" : "false")
+        << ", \"pipelined\": " << (pipelined ? "true" : "false") << ", \"rows\": [";
     for (size_t i = 0; i < rows.size(); ++i)
       out << (i ? ", " : "") << "{\"test\": \"" << rows[i].test << "\", \"batch\": " << rows[i].batch
           << ", \"depth\": " << rows[i].depth << ", \"tokens_per_s\": " << rows[i].tokens_per_s
@@ -352,9 +397,16 @@ void RegisterBenchCommand(CLI::App& app) {
                 "(a backend that picks on the device reads back only the ids; the CPU scans the logits); "
                 "as the server does, each step is queued before the picks of the one before are read, its "
                 "token ids taken from them on the backend");
-  cmd->add_flag("--sync-greedy", o->sync_greedy,
-                "With --greedy: queue each step only after the picks of the one before are read (the server's "
-                "form with --no-pipeline)");
+  cmd->add_flag("--sample", o->sample,
+                "Generation steps take the backend's draws with Qwen3's recommended sampling (temperature 0.6, "
+                "top-k 20, top-p 0.95; a seeded sampler per sequence), as the server does for such requests "
+                "(top-k of at most 64, no penalties, logit_bias, logprobs or grammar), pipelined as with --greedy");
+  cmd->add_flag("--host-sample", o->host_sample,
+                "Generation steps read their logits back and the engine's sampler draws each row with --sample's "
+                "settings on the host, as the server does for the requests the backend does not draw for");
+  cmd->add_flag("--sync-picks,--sync-greedy", o->sync_picks,
+                "With --greedy or --sample: queue each step only after the picks of the one before are read (the "
+                "server's form with --no-pipeline)");
   cmd->add_option("--num-layers", o->num_layers,
                   "With --dummy-weights: keep only the first N layers, to measure a model larger than the device "
                   "per layer (a hybrid keeps its layer pattern)");

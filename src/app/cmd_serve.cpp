@@ -20,7 +20,7 @@ struct ServeOptions {
   ServiceOptions service;
   ServerOptions server;
   std::string config_path;
-  bool no_pipeline = false;  // --no-pipeline: service.engine.pipeline_greedy off
+  bool no_pipeline = false;  // --no-pipeline: service.engine.pipeline_picks off
 };
 
 std::string TomlScalar(const toml::node& v, const std::string& path, const std::string& key) {
@@ -87,7 +87,7 @@ void Serve(const ServeOptions& o) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);  // inherited by every thread started below
 
   ServiceOptions options = o.service;
-  options.engine.pipeline_greedy = !o.no_pipeline;
+  options.engine.pipeline_picks = !o.no_pipeline;
   ModelService service(options);
   HttpServer server(service, o.server);
   int port = server.Bind();

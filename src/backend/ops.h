@@ -24,7 +24,7 @@
 #include <string_view>
 #include <vector>
 
-#include "backend/greedy.h"
+#include "backend/pick.h"
 #include "tensor/tensor.h"
 
 namespace infernix {
@@ -144,25 +144,30 @@ class Backend {
   virtual std::span<float> ReadToHost(const Tensor& src) = 0;
   // Greedy picks from logits [rows, cols] (f32, as the model's last product left them): for each row the
   // lowest index of the largest of its first `sampleable` values, or -1 where one of those is NaN or
-  // +inf or all are -inf (greedy.h, PickGreedyRows: the caller then reads the rows with ReadToHost and
+  // +inf or all are -inf (pick.h, PickGreedyRows: the caller then reads the rows with ReadToHost and
   // samples them itself). The default reads the rows to the host and scans them there, and leaves
   // ReadToHost's buffer as ReadToHost(logits) would; a backend may instead pick on the device and read
   // back only the ids (then a later ReadToHost(logits) copies the rows).
   virtual std::vector<int32_t> PickGreedy(const Tensor& logits, int64_t sampleable) {
     return PickGreedyRows(ReadToHost(logits), logits.rows(), logits.cols(), sampleable);
   }
-  // Pipelined greedy decode (Model::QueueGreedy). QueueGreedyPick queues PickGreedy's picks of `logits`
-  // without waiting for them; TakeGreedyPick waits for the oldest pick queued and not yet taken and returns
-  // its ids. FeedPickedTokens writes token ids i32 [rows.size()] of the pass being queued from the last
-  // pick queued (taken or not): ids[i] = its pick at row rows[i], or 0 where it picked none (-1), so a
-  // decode step can be queued before the step it continues has been read. The defaults pick at once
-  // (PickGreedy) and keep the ids on the host; a backend may keep them in its own memory until taken.
-  virtual void QueueGreedyPick(const Tensor& logits, int64_t sampleable) {
-    last_pick_ = PickGreedy(logits, sampleable);
+  // Picks queued without waiting for them (Model::QueuePick: pipelined decode). QueuePick queues the picks
+  // of `logits`: PickGreedy's where `draws` is empty, else one per row (pick.h's PickRows: greedy, or the
+  // engine's sampler's draw at the row's uniform). TakePick waits for the oldest pick queued and not yet taken
+  // and returns its ids. FeedPickedTokens writes token ids i32 [rows.size()] of the pass being queued from
+  // the last pick queued (taken or not): ids[i] = its pick at row rows[i], or 0 where it picked none (-1), so
+  // a decode step can be queued before the step it continues has been read. The defaults pick at once on the
+  // host and keep the ids there; a backend may keep them in its own memory until taken.
+  // StageDraws: the model hands the draws of the pass it is queuing to the backend before its ReplayForward
+  // (a replayed pass picks with them); QueuePick's `draws` after that pass are the same.
+  virtual void StageDraws(std::span<const TokenDraw> /*draws*/) {}
+  virtual void QueuePick(const Tensor& logits, int64_t sampleable, std::span<const TokenDraw> draws) {
+    last_pick_ = draws.empty() ? PickGreedy(logits, sampleable)
+                               : PickRows(ReadToHost(logits), logits.rows(), logits.cols(), sampleable, draws);
     queued_picks_.push_back(last_pick_);
   }
-  virtual std::vector<int32_t> TakeGreedyPick() {
-    INFX_CHECK_MSG(!queued_picks_.empty(), "no greedy pick is queued");
+  virtual std::vector<int32_t> TakePick() {
+    INFX_CHECK_MSG(!queued_picks_.empty(), "no pick is queued");
     std::vector<int32_t> ids = std::move(queued_picks_.front());
     queued_picks_.pop_front();
     return ids;

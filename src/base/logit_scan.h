@@ -1,6 +1,6 @@
 // One pass over a row of f32 logits: its largest value, the lowest index holding it, and the lowest index
 // holding NaN or +inf. The engine's sampler scans every row it samples with it, and greedy picks on the
-// host (backend/greedy.h) are made from it.
+// host (backend/pick.h) are made from it.
 #pragma once
 
 #include <algorithm>

@@ -62,7 +62,7 @@ Engine::~Engine() {
   thread_.join();
   if (in_flight_) {  // its pass is still queued on the model, which may serve another engine later
     try {
-      model_.TakeGreedy();
+      model_.TakePick();
     } catch (const std::exception&) {  // its requests end as cancelled below either way
     }
   }
@@ -247,7 +247,7 @@ void Engine::TakePick(Active& a, Pick& pick) {
   HandleToken(a, pick.sample);
 }
 
-bool Engine::PicksGreedily(const Active& a) { return !a.constraint && a.sampler.PlainGreedy(); }
+bool Engine::PicksOnBackend(const Active& a) { return !a.constraint && a.sampler.PlainDraw(); }
 
 ForwardBatch Engine::BuildBatch(const StepPlan& plan) {
   ForwardBatch batch;
@@ -303,7 +303,7 @@ void Engine::PublishPicks(const StepPlan& plan, Clock::time_point started) {
     if (!s.wants_logits) continue;
     Pick& pick = picks_[row++];
     auto it = active_.find(s.request_id);
-    if (it == active_.end()) continue;  // it ended while its step ran (pipelined greedy steps)
+    if (it == active_.end()) continue;  // it ended while its step ran (pipelined steps)
     Active& a = *it->second;
     try {
       TakePick(a, pick);
@@ -326,7 +326,7 @@ void Engine::PublishPicks(const StepPlan& plan, Clock::time_point started) {
   stats_.running = scheduler_.running();
 }
 
-bool Engine::QueueContinuation(const GreedyStep& step) {
+bool Engine::QueueContinuation(const PickStep& step) {
   StepPlan next = scheduler_.Plan();
   if (next.empty()) return false;
   std::unordered_map<uint64_t, int32_t> row_of;  // request id -> its row of `step`'s picks
@@ -334,39 +334,41 @@ bool Engine::QueueContinuation(const GreedyStep& step) {
   std::vector<int32_t> feed;
   std::vector<uint64_t> picking;
   for (const ScheduledSeq& s : next.seqs) {
-    // Only decode tokens of requests whose token is one of `step`'s picks, all still picking greedily,
+    // Only decode tokens of requests whose token is one of `step`'s picks, all still picking on the backend,
     // none of which ends with that pick for certain (max_new_tokens): any other step waits for the picks.
     if (s.prefill || s.admitted || !s.wants_logits) return false;
     const auto row = row_of.find(s.request_id);
     if (row == row_of.end()) return false;
     const Active& a = *active_.at(s.request_id);
-    if (!PicksGreedily(a) || a.generated + 1 >= a.request.max_new_tokens) return false;
+    if (!PicksOnBackend(a) || a.generated + 1 >= a.request.max_new_tokens) return false;
     feed.push_back(row->second);
     picking.push_back(s.request_id);
   }
   const ForwardBatch batch = BuildBatch(next);  // its decode tokens are fed from the picks on the backend
   const int64_t sampleable = active_.at(picking.front())->sampler.sampleable();
+  std::vector<TokenDraw> draws;  // each request's next draw (a sampled one's uniform is taken from its RNG now)
+  for (uint64_t id : picking) draws.push_back(active_.at(id)->sampler.NextDraw());
   const auto started = Clock::now();
   try {
-    model_.QueueGreedy(batch, *state_, sampleable, feed);
+    model_.QueuePick(batch, *state_, sampleable, draws, feed);
   } catch (const std::exception& e) {
     FailPlan(next, e);
     return true;
   }
   ApplyPlan(next);
-  in_flight_ = GreedyStep{std::move(next), std::move(picking), started};
+  in_flight_ = PickStep{std::move(next), std::move(picking), started};
   return true;
 }
 
-void Engine::FinishGreedyStep(const GreedyStep& step, bool logits_valid) {
+void Engine::FinishPickStep(const PickStep& step, bool logits_valid) {
   std::vector<int32_t> ids;
   try {
-    ids = model_.TakeGreedy();
+    ids = model_.TakePick();
   } catch (const std::exception& e) {
     FailPlan(step.plan, e);
     return;
   }
-  INFX_CHECK_MSG(ids.size() == step.picking.size(), "{} greedy picks for {} sequences", ids.size(),
+  INFX_CHECK_MSG(ids.size() == step.picking.size(), "{} backend picks for {} sequences", ids.size(),
                  step.picking.size());
   picks_.assign(step.picking.size(), Pick{});
   std::span<float> logits;
@@ -381,11 +383,11 @@ void Engine::FinishGreedyStep(const GreedyStep& step, bool logits_valid) {
     if (!logits_valid) {
       // The next step has been queued over these logits: the sampler cannot name the fault.
       picks_[i].error = std::make_exception_ptr(
-          Error(ErrorCode::kInternal, "logits: no greedy pick (a non-finite value among them, or only -inf)"));
+          Error(ErrorCode::kInternal, "logits: no pick on the backend (a non-finite value among them, or only -inf)"));
       continue;
     }
     // A row the backend could not pick (NaN or +inf among its ids, or only -inf) is read back and sampled
-    // as usual: the sampler names the fault.
+    // as usual: the sampler names the fault (before it would draw: its RNG is where the backend's draw left it).
     if (logits.empty()) {
       try {
         logits = model_.LastLogits();
@@ -403,11 +405,11 @@ void Engine::Step() {
   DropCancelled();
   if (in_flight_) {
     // The step after it, when it continues the same requests, is queued before its picks are read: the
-    // device goes on while they are published (EngineOptions::pipeline_greedy).
-    GreedyStep step = std::move(*in_flight_);
+    // device goes on while they are published (EngineOptions::pipeline_picks).
+    PickStep step = std::move(*in_flight_);
     in_flight_.reset();
-    const bool queued = options_.pipeline_greedy && QueueContinuation(step);
-    FinishGreedyStep(step, /*logits_valid=*/!queued);
+    const bool queued = options_.pipeline_picks && QueueContinuation(step);
+    FinishPickStep(step, /*logits_valid=*/!queued);
     return;
   }
   StepPlan plan = scheduler_.Plan();
@@ -417,22 +419,25 @@ void Engine::Step() {
   std::vector<Active*> picking;
   for (const ScheduledSeq& s : plan.seqs)
     if (s.wants_logits) picking.push_back(active_.at(s.request_id).get());
-  const bool greedy = options_.greedy_picks && !picking.empty() &&
-                      std::all_of(picking.begin(), picking.end(), [](const Active* a) { return PicksGreedily(*a); });
-  if (greedy) {
+  const bool on_backend =
+      options_.backend_picks && !picking.empty() &&
+      std::all_of(picking.begin(), picking.end(), [](const Active* a) { return PicksOnBackend(*a); });
+  if (on_backend) {
+    std::vector<TokenDraw> draws;
+    for (Active* a : picking) draws.push_back(a->sampler.NextDraw());
     try {
-      model_.QueueGreedy(batch, *state_, picking.front()->sampler.sampleable());
+      model_.QueuePick(batch, *state_, picking.front()->sampler.sampleable(), draws);
     } catch (const std::exception& e) {
       FailPlan(plan, e);
       return;
     }
     ApplyPlan(plan);
-    GreedyStep step{std::move(plan), {}, started};
+    PickStep step{std::move(plan), {}, started};
     for (const Active* a : picking) step.picking.push_back(a->handle->id());
-    if (options_.pipeline_greedy) {
+    if (options_.pipeline_picks) {
       in_flight_ = std::move(step);  // taken by the next step, after it queues the one that continues it
     } else {
-      FinishGreedyStep(step, /*logits_valid=*/true);
+      FinishPickStep(step, /*logits_valid=*/true);
     }
     return;
   }

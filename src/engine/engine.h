@@ -8,8 +8,9 @@
 // batch; an exception in one request's own processing (sampler, grammar, decoder, stop strings, the
 // handle's hooks) fails that request alone: both end with FinishReason::kError, and the engine goes
 // on. Stats() counts a request before its final update is published. Steps whose requests all pick
-// greedily take the backend's picks, and the next step of the same requests is queued before they are
-// read (EngineOptions::pipeline_greedy): the device runs it while this one's tokens are published.
+// greedily or draw with top-k from the raw logits take the backend's picks, and the next step of the same
+// requests is queued before they are read (EngineOptions::pipeline_picks): the device runs it while this
+// one's tokens are published.
 #pragma once
 
 #include <chrono>
@@ -41,15 +42,16 @@ struct EngineOptions {
   // Threads that sample the sequences of a step at once (each touches only its own request's sampler
   // and grammar): 0, one per sequence slot up to the hardware's threads; 1, on the engine thread alone.
   int sampling_threads = 0;
-  // Steps whose every picking sequence picks greedily from the raw logits (Sampler::PlainGreedy, no
-  // grammar) take the backend's greedy picks (Model::ForwardGreedy) instead of reading the logits back
-  // and scanning them here; the tokens are the same (tests compare both ways).
-  bool greedy_picks = true;
+  // Steps whose every picking sequence picks from the raw logits greedily or by a top-k draw (no penalties,
+  // logit_bias, logprobs or grammar: Sampler::PlainDraw) take the backend's picks (Model::QueuePick: greedy,
+  // or the sampler's draw with the uniform it takes from the request's RNG) instead of reading the logits
+  // back and sampling them here; the tokens are the same (tests compare both ways).
+  bool backend_picks = true;
   // Such a step that decodes the same requests as the one before it is queued before that one's picks are
-  // read, its token ids taken from them on the backend (Model::QueueGreedy's feed): the device goes on
+  // read, its token ids taken from them on the backend (Model::QueuePick's feed): the device goes on
   // while the host publishes. A request that ends at a step (a stop token or string, cancellation) has had
   // one more step computed for it, which is dropped; one that ends by max_new_tokens is not continued.
-  bool pipeline_greedy = true;
+  bool pipeline_picks = true;
 };
 
 enum class SubmitStatus { kAccepted, kQueueFull, kContextOverflow, kInvalid };
@@ -93,27 +95,27 @@ class Engine {
   // requests (those still running); a plan is committed; the step's picks (picks_, in the plan's order of
   // picking sequences) are published.
   void DropCancelled();
-  // Whether a's picks may be the backend's greedy picks (Sampler::PlainGreedy, no grammar).
-  static bool PicksGreedily(const Active& a);
+  // Whether a's picks may be the backend's (Sampler::PlainDraw, no grammar).
+  static bool PicksOnBackend(const Active& a);
   // The step's forward batch (prompt chunks, decode tokens: each request's last token), clearing the slots
   // of the requests it admits.
   ForwardBatch BuildBatch(const StepPlan& plan);
   void FailPlan(const StepPlan& plan, const std::exception& e);
   void ApplyPlan(const StepPlan& plan);
   void PublishPicks(const StepPlan& plan, Clock::time_point started);
-  // A greedy step queued on the model (Model::QueueGreedy) whose picks have not been taken: its plan and
+  // A step queued on the model with its picks (Model::QueuePick) whose picks have not been taken: its plan and
   // the ids of its picking requests, in row order.
-  struct GreedyStep {
+  struct PickStep {
     StepPlan plan;
     std::vector<uint64_t> picking;
     Clock::time_point started;
   };
   // Queues the next step fed from `step`'s picks if it only continues requests of `step`; whether it
   // queued (or tried to: a failed pass fails its requests) a forward pass.
-  bool QueueContinuation(const GreedyStep& step);
+  bool QueueContinuation(const PickStep& step);
   // Takes `step`'s picks and publishes them. logits_valid: no pass was queued after it, so a row the
   // backend could not pick can still be read back and sampled.
-  void FinishGreedyStep(const GreedyStep& step, bool logits_valid);
+  void FinishPickStep(const PickStep& step, bool logits_valid);
   void Finish(Active& a, FinishReason reason, std::string matched, bool by_string, std::string error);
   // A sequence's next token, picked from its logits row [vocab] under its grammar's mask; touches only
   // a's sampler and grammar, so the sequences of a step pick at once (sampling_threads). What it throws
@@ -145,7 +147,7 @@ class Engine {
 
   std::map<uint64_t, std::unique_ptr<Active>> active_;  // engine thread only
   std::vector<Pick> picks_;    // engine thread only: a step's picks
-  std::optional<GreedyStep> in_flight_;  // engine thread only: pipeline_greedy's step in flight
+  std::optional<PickStep> in_flight_;    // engine thread only: pipeline_picks's step in flight
   Clock::time_point last_step_end_;      // engine thread only: when the last step's picks were published
   std::unique_ptr<ThreadPool> sampling_pool_;
   std::thread thread_;

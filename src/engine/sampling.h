@@ -18,10 +18,10 @@
 //   8. min-p keeps the tokens whose probability is >= min_p times the most likely one's;
 //   9. one uniform draw u in [0, 1) from the request's std::mt19937_64 picks the token by inverse CDF
 //      over the kept tokens in ascending id order.
-// Filter boundaries (7, 8) are inclusive within a relative 1e-6, the precision of f32 logits. The
-// result is a deterministic function of the inputs, the parameters and the seed: a seeded request
-// replays the same tokens given the same logits (on x86-64 the exp kernel computes the same bits
-// with or without AVX2).
+// Steps 5-9 are base/token_draw.h's DrawToken. Filter boundaries (7, 8) are inclusive within a relative
+// 1e-6, the precision of f32 logits. The result is a deterministic function of the inputs, the parameters
+// and the seed: a seeded request replays the same tokens given the same logits (on x86-64 the exp kernel
+// computes the same bits with or without AVX2, and the CUDA backend's draws of NextDraw the same bits too).
 //
 // Cost over a vocabulary V (bench/sampling_bench.cpp): greedy and top-k are one or two vectorized
 // passes without exp and no full sort (top-k keeps a ~2k buffer trimmed by nth_element); top-p /
@@ -37,6 +37,8 @@
 #include <unordered_map>
 #include <utility>
 #include <vector>
+
+#include "base/token_draw.h"
 
 namespace infernix {
 
@@ -73,21 +75,6 @@ struct SampleResult {
   std::vector<TokenLogprob> top;
 };
 
-namespace sampling_detail {
-struct Candidate {
-  float logit;  // processed logit
-  int32_t id;
-  float weight;  // exp((logit - max) / temperature)
-};
-// Candidates in ascending id order as a structure of arrays, padded to a multiple of 4 entries of
-// weight 0.
-struct CandidateSet {
-  size_t size = 0;
-  std::vector<float> logit, weight;
-  std::vector<int32_t> id;
-};
-}  // namespace sampling_detail
-
 // Per-request sampler: owns the RNG (seeded from params.seed, else from std::random_device) and the
 // token counts the penalties need. Not thread-safe; one per request.
 class Sampler {
@@ -113,10 +100,18 @@ class Sampler {
   // no logit_bias, no logprobs): the engine may then take a backend's greedy pick instead
   // (Backend::PickGreedy), given the same allowed mask (none).
   bool PlainGreedy() const;
+  // Whether a backend may pick this sampler's tokens (Backend::QueuePick): PlainGreedy, or a draw with
+  // 1 <= top_k <= kMaxPickTopK (< the vocabulary) and no penalties, logit_bias or logprobs, from the raw
+  // logits over the sampleable ids (given no allowed mask).
+  bool PlainDraw() const;
+  // The next token's draw for a backend (PlainDraw): greedy, or the filters and one uniform from the RNG,
+  // which Sample would have drawn for that token: a request's tokens are the same whichever drew each.
+  TokenDraw NextDraw();
   int64_t sampleable() const { return sampleable_; }
 
  private:
   int32_t SampleStochastic(std::span<const float> logits, float max_logit);
+  DrawRule Rule() const;
   void ApplyProcessing(std::span<float> logits, std::span<const uint32_t> allowed_mask) const;
 
   SamplingParams params_;
@@ -129,12 +124,7 @@ class Sampler {
   std::vector<int32_t> seen_tokens_;
   // Presence / frequency penalties: output token -> count.
   std::unordered_map<int32_t, int32_t> output_counts_;
-  // Scratch reused across steps (sized by the candidate count: up to the vocabulary for top-p
-  // without top-k over a flat distribution).
-  sampling_detail::CandidateSet cands_;
-  std::vector<sampling_detail::Candidate> top_;
-  std::vector<sampling_detail::Candidate> work_;
-  std::vector<double> histogram_;
+  DrawScratch scratch_;  // reused across steps
 };
 
 }  // namespace infernix

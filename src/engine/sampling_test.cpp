@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/greedy.h"
+#include "backend/pick.h"
 #include "base/error.h"
 
 namespace infernix {
@@ -96,7 +96,7 @@ TEST(Sampler, GreedyIsArgmaxWithTiesToLowestId) {
 }
 
 // PlainGreedy: greedy with nothing that changes the logits or asks for more than the token; then Sample
-// is greedy.h's pick over the sampleable ids (the engine may take a backend's pick instead).
+// is pick.h's greedy pick over the sampleable ids (the engine may take a backend's pick instead).
 TEST(Sampler, PlainGreedyIsThePickOverTheSampleableIds) {
   SamplingParams p;
   p.temperature = 0;
@@ -120,6 +120,70 @@ TEST(Sampler, PlainGreedyIsThePickOverTheSampleableIds) {
     not_plain[i](q);
     EXPECT_FALSE(Sampler(q, kQwenVocab, {}).PlainGreedy()) << "case " << i;
   }
+}
+
+// PlainDraw: greedy or a top-k draw (top_k in [1, kMaxPickTopK]) with nothing that changes the logits or asks
+// for more than the token. NextDraw takes the uniform Sample would take, so that pick.h's PickRows with it
+// gives Sample's token, and a seeded request's tokens do not depend on which drew each: here each step
+// alternates between the two, against a sampler that samples every step.
+TEST(Sampler, PlainDrawsPickSampledTokensFromTheSameUniforms) {
+  const int64_t sampleable = kQwenVocab - 50;
+  struct Case {
+    double temperature, top_p, min_p;
+    int top_k;
+  };
+  const Case cases[] = {{0.6, 0.95, 0, 20}, {1.0, 1.0, 0, 64},  {0.7, 0.8, 0.05, 40}, {1.3, 0.5, 0, 1},
+                        {0.1, 1.0, 0.2, 7}, {2.0, 0.99, 0, 50}, {0, 1.0, 0, 0}};
+  for (size_t c = 0; c < std::size(cases); ++c) {
+    SamplingParams p = Seeded(100 + c);
+    p.temperature = cases[c].temperature;
+    p.top_p = cases[c].top_p;
+    p.min_p = cases[c].min_p;
+    p.top_k = cases[c].top_k;
+    Sampler host(p, kQwenVocab, {}, sampleable), mixed(p, kQwenVocab, {}, sampleable);
+    ASSERT_TRUE(mixed.PlainDraw()) << "case " << c;
+    std::set<int32_t> distinct;
+    for (int step = 0; step < 40; ++step) {
+      // Logits of a model's kind: a few strong tokens over a broad rest, some past the sampleable ids.
+      std::vector<float> logits = RandomLogits(kQwenVocab, 2.0, 1000 * c + static_cast<uint64_t>(step));
+      for (int j = 0; j < 6; ++j) logits[static_cast<size_t>((step * 7919 + j * 104729) % kQwenVocab)] += 8.0f - j;
+      const int32_t want = SampleOnce(host, logits).token;
+      int32_t got = 0;
+      if (step % 2 == 0) {
+        const TokenDraw draw = mixed.NextDraw();
+        EXPECT_EQ(draw.greedy, cases[c].temperature == 0) << "case " << c;
+        got = PickRows(logits, 1, kQwenVocab, sampleable, std::span<const TokenDraw>(&draw, 1))[0];
+      } else {
+        got = SampleOnce(mixed, logits).token;
+      }
+      ASSERT_EQ(got, want) << "case " << c << " step " << step;
+      EXPECT_LT(got, sampleable);
+      distinct.insert(got);
+    }
+    if (cases[c].temperature >= 0.6 && cases[c].top_k > 1) {
+      EXPECT_GT(distinct.size(), 10u) << "case " << c;  // draws, not a fixed pick
+    }
+  }
+  std::vector<std::function<void(SamplingParams&)>> not_plain = {
+      [](SamplingParams& q) { q.top_k = 0; },
+      [](SamplingParams& q) { q.top_k = static_cast<int>(kMaxPickTopK) + 1; },
+      [](SamplingParams& q) { q.repetition_penalty = 1.1; },
+      [](SamplingParams& q) { q.presence_penalty = 0.5; },
+      [](SamplingParams& q) {
+        q.logit_bias = {{3, 1.0f}};
+      },
+      [](SamplingParams& q) { q.logprobs = true; },
+  };
+  for (size_t i = 0; i < not_plain.size(); ++i) {
+    SamplingParams q = Seeded(1);
+    q.top_k = 20;
+    not_plain[i](q);
+    EXPECT_FALSE(Sampler(q, kQwenVocab, {}).PlainDraw()) << "case " << i;
+  }
+  // A top_k of the whole vocabulary is no filter: not a backend's draw either.
+  SamplingParams whole = Seeded(1);
+  whole.top_k = 30;
+  EXPECT_FALSE(Sampler(whole, 30, {}).PlainDraw());
 }
 
 TEST(Sampler, SameSeedSameTokensDifferentSeedDifferentTokens) {

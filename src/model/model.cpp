@@ -1,5 +1,6 @@
 #include "model/model.h"
 
+#include <algorithm>
 #include <set>
 
 #include "base/check.h"
@@ -134,33 +135,37 @@ void Model::Forward(const ForwardBatch& batch, SequenceState& state, std::vector
 }
 
 std::span<float> Model::Forward(const ForwardBatch& batch, SequenceState& state) {
-  last_logits_ = RunForward(batch, state, /*greedy=*/false);
+  last_logits_ = RunForward(batch, state, Picks::kNone);
   return last_logits_ ? backend_.ReadToHost(*last_logits_) : std::span<float>{};
 }
 
 std::vector<int32_t> Model::ForwardGreedy(const ForwardBatch& batch, SequenceState& state, int64_t sampleable) {
-  INFX_CHECK_MSG(greedy_queued_ == 0, "ForwardGreedy with {} queued greedy passes not taken", greedy_queued_);
+  INFX_CHECK_MSG(picks_queued_ == 0, "ForwardGreedy with {} queued passes not taken", picks_queued_);
   if (batch.logit_rows.empty()) {
-    last_logits_ = RunForward(batch, state, /*greedy=*/true);
+    last_logits_ = RunForward(batch, state, Picks::kGreedy);
     return {};
   }
-  QueueGreedy(batch, state, sampleable);
-  return TakeGreedy();
+  QueuePick(batch, state, sampleable);
+  return TakePick();
 }
 
-void Model::QueueGreedy(const ForwardBatch& batch, SequenceState& state, int64_t sampleable,
-                        std::span<const int32_t> feed) {
-  INFX_CHECK_MSG(!batch.logit_rows.empty(), "a greedy pass needs logit rows");
-  last_logits_ = RunForward(batch, state, /*greedy=*/true, feed);
+void Model::QueuePick(const ForwardBatch& batch, SequenceState& state, int64_t sampleable,
+                      std::span<const TokenDraw> draws, std::span<const int32_t> feed) {
+  INFX_CHECK_MSG(!batch.logit_rows.empty(), "a picking pass needs logit rows");
+  INFX_CHECK_MSG(draws.empty() || draws.size() == batch.logit_rows.size(), "{} draws for {} logit rows", draws.size(),
+                 batch.logit_rows.size());
+  // All greedy: the greedy picks (the backend's cheaper form).
+  if (std::all_of(draws.begin(), draws.end(), [](const TokenDraw& d) { return d.greedy; })) draws = {};
+  last_logits_ = RunForward(batch, state, draws.empty() ? Picks::kGreedy : Picks::kDrawn, draws, feed);
   INFX_CHECK(last_logits_.has_value());
-  backend_.QueueGreedyPick(*last_logits_, sampleable);
-  ++greedy_queued_;
+  backend_.QueuePick(*last_logits_, sampleable, draws);
+  ++picks_queued_;
 }
 
-std::vector<int32_t> Model::TakeGreedy() {
-  INFX_CHECK_MSG(greedy_queued_ > 0, "no greedy pass is queued");
-  --greedy_queued_;
-  return backend_.TakeGreedyPick();
+std::vector<int32_t> Model::TakePick() {
+  INFX_CHECK_MSG(picks_queued_ > 0, "no picking pass is queued");
+  --picks_queued_;
+  return backend_.TakePick();
 }
 
 std::span<float> Model::LastLogits() {
@@ -168,8 +173,8 @@ std::span<float> Model::LastLogits() {
   return backend_.ReadToHost(*last_logits_);
 }
 
-std::optional<Tensor> Model::RunForward(const ForwardBatch& batch, SequenceState& state, bool greedy,
-                                        std::span<const int32_t> feed) {
+std::optional<Tensor> Model::RunForward(const ForwardBatch& batch, SequenceState& state, Picks picks,
+                                        std::span<const TokenDraw> draws, std::span<const int32_t> feed) {
   last_logits_.reset();  // scratch of the pass before, which ResetScratch below ends
   const int64_t n = static_cast<int64_t>(batch.tokens.size());
   const bool fed = !feed.empty();
@@ -211,9 +216,10 @@ std::optional<Tensor> Model::RunForward(const ForwardBatch& batch, SequenceState
   } else {
     be.CopyToBackend(batch.tokens.data(), ids);
   }
+  if (picks == Picks::kDrawn) be.StageDraws(draws);  // before a replay, which draws with them
   // A decode step (one token per sequence) of a shape queued before: the backend may run it as it ran such
   // a pass, with the new ids and positions, without the layers being queued again.
-  const std::optional<uint64_t> shape = DecodeShape(batch, greedy, fed);
+  const std::optional<uint64_t> shape = DecodeShape(batch, picks, fed);
   if (shape) {
     const auto known = replay_logits_.find(*shape);  // replay_logits_ forgets them all at times
     if (be.ReplayForward(*shape, known != replay_logits_.end(), layout, state)) {
@@ -248,7 +254,7 @@ std::optional<Tensor> Model::RunForward(const ForwardBatch& batch, SequenceState
   return out;
 }
 
-std::optional<uint64_t> Model::DecodeShape(const ForwardBatch& batch, bool greedy, bool fed) const {
+std::optional<uint64_t> Model::DecodeShape(const ForwardBatch& batch, Picks picks, bool fed) const {
   uint64_t h = 0x6a09e667f3bcc908ull;
   auto mix = [&h](uint64_t v) {
     h = (h ^ v) * 0x9e3779b97f4a7c15ull;
@@ -265,7 +271,7 @@ std::optional<uint64_t> Model::DecodeShape(const ForwardBatch& batch, bool greed
   }
   mix(batch.logit_rows.size());
   for (int32_t r : batch.logit_rows) mix(static_cast<uint64_t>(r));
-  mix(greedy ? 1 : 0);
+  mix(static_cast<uint64_t>(picks));
   mix(fed ? 1 : 0);
   return h;
 }

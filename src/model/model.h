@@ -62,32 +62,36 @@ class Model {
   // ids (Backend::PickGreedy: -1 where the row holds NaN or +inf there, or only -inf), without reading the
   // logits back where the backend picks on the device. Empty when the batch has no logit rows.
   std::vector<int32_t> ForwardGreedy(const ForwardBatch& batch, SequenceState& state, int64_t sampleable);
-  // ForwardGreedy in two halves, so that a decode step can be queued before the one it continues has been
-  // read (pipelined greedy decode). QueueGreedy queues the pass and its picks without waiting for them;
-  // TakeGreedy waits for the oldest pass queued and not yet taken and returns its picks. With `feed`, the
-  // pass's token ids are not batch.tokens (which must still hold one value per token) but the picks of the
-  // pass queued last: token i is its pick at row feed[i] (0 where it picked none, -1; the caller drops
-  // whatever follows from such a row). Every pass queued must be taken, and ForwardGreedy refuses to run
-  // before. A pass without logit rows is refused.
-  void QueueGreedy(const ForwardBatch& batch, SequenceState& state, int64_t sampleable,
-                   std::span<const int32_t> feed = {});
-  std::vector<int32_t> TakeGreedy();
-  // The logits of the last forward pass (Forward, ForwardGreedy or QueueGreedy), read to host memory as
+  // ForwardGreedy in two halves, and with draws (pipelined decode: a decode step can be queued before the
+  // one it continues has been read). QueuePick queues the pass and its picks without waiting for them:
+  // greedy where `draws` is empty, else one draw per logit row (Backend::QueuePick: greedy, or the sampler's
+  // draw at its uniform; -1 as for greedy picks). TakePick waits for the oldest pass queued and not yet taken
+  // and returns its picks. With `feed`, the pass's token ids are not batch.tokens (which must still hold one
+  // value per token) but the picks of the pass queued last: token i is its pick at row feed[i] (0 where it
+  // picked none, -1; the caller drops whatever follows from such a row). Every pass queued must be taken,
+  // and ForwardGreedy refuses to run before. A pass without logit rows is refused.
+  void QueuePick(const ForwardBatch& batch, SequenceState& state, int64_t sampleable,
+                 std::span<const TokenDraw> draws = {}, std::span<const int32_t> feed = {});
+  std::vector<int32_t> TakePick();
+  // The logits of the last forward pass (Forward, ForwardGreedy or QueuePick), read to host memory as
   // Forward returns them, valid until the next forward pass. The pass must have had logit rows.
   std::span<float> LastLogits();
 
  private:
-  // The forward pass of Forward and ForwardGreedy (greedy): the logits [logit rows, vocab] in the backend's
-  // scratch, or nullopt when the batch has no logit rows.
-  // feed: QueueGreedy's.
-  std::optional<Tensor> RunForward(const ForwardBatch& batch, SequenceState& state, bool greedy,
-                                   std::span<const int32_t> feed = {});
+  // How a pass's logits are used: read back (Forward), greedy picks, or picks with draws (QueuePick).
+  enum class Picks { kNone, kGreedy, kDrawn };
+  // The forward pass of Forward, ForwardGreedy and QueuePick: the logits [logit rows, vocab] in the
+  // backend's scratch, or nullopt when the batch has no logit rows. draws (with Picks::kDrawn) and feed:
+  // QueuePick's.
+  std::optional<Tensor> RunForward(const ForwardBatch& batch, SequenceState& state, Picks picks,
+                                   std::span<const TokenDraw> draws = {}, std::span<const int32_t> feed = {});
   // Everything about a decode step's batch (one token per sequence) but its ids and positions, hashed;
   // nullopt for other batches. Backend::ReplayForward's `shape`.
-  // greedy: the pass's picks follow it (ForwardGreedy), which a backend may record with the step, so such
-  // steps are a shape apart from those whose logits are read. fed: its ids come from the last pick
-  // (QueueGreedy's feed), which the backend queues differently from an upload.
-  std::optional<uint64_t> DecodeShape(const ForwardBatch& batch, bool greedy, bool fed) const;
+  // picks: the pass's picks follow it (and their draws are staged before it), which a backend may record
+  // with the step, so such steps are a shape apart from those whose logits are read, and greedy ones from
+  // drawn ones. fed: its ids come from the last pick (QueuePick's feed), which the backend queues
+  // differently from an upload.
+  std::optional<uint64_t> DecodeShape(const ForwardBatch& batch, Picks picks, bool fed) const;
 
   ModelConfig config_;
   std::unique_ptr<WeightSource> files_;
@@ -106,7 +110,7 @@ class Model {
   static constexpr size_t kMaxReplayShapes = 64;
   std::unordered_map<uint64_t, Tensor> replay_logits_;
   std::optional<Tensor> last_logits_;  // the last pass's logits (LastLogits), in the backend's scratch
-  int64_t greedy_queued_ = 0;          // QueueGreedy passes not yet taken
+  int64_t picks_queued_ = 0;           // QueuePick passes not yet taken
 };
 
 // Loads config.json and the safetensors weights of a model folder (or the embedded model) onto

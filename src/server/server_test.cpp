@@ -164,7 +164,7 @@ TEST_F(ServerTest, ParallelToolCallsOffEndsTheTurnAtTheFirstCall) {
       size_t first = ScriptTwoCalls();
       // Parallel: both calls, generated to the end of the turn. One call: generation stopped at the
       // token that completed the first, which is all that is reported. The engine's pipelined greedy
-      // steps (EngineOptions::pipeline_greedy) had queued one step past it, whose row is read and dropped.
+      // steps (EngineOptions::pipeline_picks) had queued one step past it, whose row is read and dropped.
       const size_t n_calls = parallel ? 2 : 1;
       const size_t generated = parallel ? script_size_ : first;
       const size_t rows = parallel ? script_size_ : first + 1;

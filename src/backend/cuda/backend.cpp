@@ -373,6 +373,7 @@ Tensor CudaBackend::Scratch(DType dtype, Shape shape) {
 void CudaBackend::ResetScratch() {
   Submit();
   queuing_forward_.reset();
+  staged_draws_ = nullptr;
   // Reset may replace the arena's chunks by one larger chunk: nothing queued may still use them, and a
   // pass replayed later would not find its activations where its graph has them.
   if (scratch_.WillConsolidate()) {

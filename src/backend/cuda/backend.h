@@ -51,14 +51,17 @@ class CudaBackend final : public Backend {
   void CopyToBackend(const void* host, Tensor dst) override;
   void CopyToHost(const Tensor& src, void* host) override;
   std::span<float> ReadToHost(const Tensor& src) override;
-  // The picks on the device (GreedyRows) and only the ids read back. A decode step recorded with its pick
-  // holds the greedy kernel in its unit; after a replay of it the ids are read from where it wrote them.
+  // The picks on the device (GreedyRows, or DrawRows with the draws staged) and only the ids read back. A
+  // decode step recorded with its pick holds the pick's kernel in its unit; after a replay of it the ids are
+  // read from where it wrote them. StageDraws uploads the draws with the pass's inputs (the replayed kernel
+  // reads them where the recorded one did).
   std::vector<int32_t> PickGreedy(const Tensor& logits, int64_t sampleable) override;
+  void StageDraws(std::span<const TokenDraw> draws) override;
   // Pipelined: the pass's unit ends with the picks and their copy into a device buffer of this backend
   // (pick_feed_), which the next pass's FeedPickedTokens reads on the device; the ids go to the host on a
-  // copy of their own, waited for in TakeGreedyPick.
-  void QueueGreedyPick(const Tensor& logits, int64_t sampleable) override;
-  std::vector<int32_t> TakeGreedyPick() override;
+  // copy of their own, waited for in TakePick.
+  void QueuePick(const Tensor& logits, int64_t sampleable, std::span<const TokenDraw> draws) override;
+  std::vector<int32_t> TakePick() override;
   void FeedPickedTokens(std::span<const int32_t> rows, Tensor ids) override;
   std::unique_ptr<SequenceState> CreateState(const StateSpec& spec) override;
   bool ReplayForward(uint64_t shape, bool known, const BatchLayout& layout, SequenceState& state) override;
@@ -94,10 +97,13 @@ class CudaBackend final : public Backend {
 
   // ---- CUDA only ----
   // Sampling-side reductions over f32 logits [rows, vocab]: greedy picks over the first `sampleable`
-  // columns into ids i32 [rows] (greedy.h's PickGreedyRows: -1 for a row with NaN or +inf there, or only
+  // columns into ids i32 [rows] (pick.h's PickGreedyRows: -1 for a row with NaN or +inf there, or only
   // -inf); values f32 / ids i32 [rows, k] in descending order (ties to the lower index), k <= 256; out f32
   // [rows].
   void GreedyRows(const Tensor& logits, int64_t sampleable, Tensor ids);
+  // Draws over the first `sampleable` columns into ids i32 [rows] (pick.h's PickRows), with rows packed draws
+  // (cuda::DrawRow) in device memory.
+  void DrawRows(const Tensor& logits, int64_t sampleable, const cuda::DrawRow* draws, Tensor ids);
   void TopKRows(const Tensor& logits, int k, Tensor values, Tensor ids);
   void LogSumExpRows(const Tensor& logits, Tensor out);
 
@@ -232,17 +238,22 @@ class CudaBackend final : public Backend {
     bool verify = false;      // verify_replay: it would have replayed `hash`
   };
   std::optional<ForwardUnit> queuing_forward_, last_forward_[2];
-  // QueueGreedyPick: the pick recorded with each last_forward_ unit (its logits, sampleable ids, rows and
-  // the unit's key), and the one a replay of such a unit has just made (and copied to pick_feed_), which the
-  // pick after the replay takes instead of picking again (the model keeps steps with and without picks a
-  // shape apart).
+  // QueuePick: the pick recorded with each last_forward_ unit (its logits, sampleable ids, rows, whether it
+  // drew, and the unit's key), and the one a replay of such a unit has just made (and copied to pick_feed_),
+  // which the pick after the replay takes instead of picking again (the model keeps steps with and without
+  // picks, greedy and drawn, a shape apart).
   struct RecordedPick {
     const void* logits = nullptr;
     int64_t sampleable = 0, rows = 0;
+    bool drawn = false;
     uint64_t hash = 0;
   };
   std::optional<RecordedPick> last_forward_pick_[2], replayed_pick_;
-  // Pipelined picks (QueueGreedyPick): the device copy of the last pick's ids (pick_feed_rows_ of them; 0:
+  // StageDraws: the draws of the pass being queued, in scratch (valid until the next ResetScratch), for its
+  // QueuePick.
+  const cuda::DrawRow* staged_draws_ = nullptr;
+  int64_t staged_draw_rows_ = 0;
+  // Pipelined picks (QueuePick): the device copy of the last pick's ids (pick_feed_rows_ of them; 0:
   // none yet), which FeedPickedTokens gathers from; and the picks queued and not yet taken, each copied into
   // a page-locked slot of a small ring, with an event after its copy.
   static constexpr int kPickSlots = 4;

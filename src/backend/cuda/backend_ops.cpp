@@ -764,36 +764,79 @@ void CudaBackend::GreedyRows(const Tensor& logits, int64_t sampleable, Tensor id
   }
 }
 
-std::vector<int32_t> CudaBackend::PickGreedy(const Tensor& logits, int64_t sampleable) {
-  INFX_CHECK_MSG(queued_picks_.empty(), "PickGreedy with {} greedy picks queued and not taken", queued_picks_.size());
-  QueueGreedyPick(logits, sampleable);
-  return TakeGreedyPick();
+void CudaBackend::DrawRows(const Tensor& logits, int64_t sampleable, const cuda::DrawRow* draws, Tensor ids) {
+  INFX_CHECK(logits.dtype == DType::kF32 && ids.dtype == DType::kI32 && ids.numel() == logits.rows());
+  INFX_CHECK(sampleable >= 1 && sampleable <= logits.cols());
+  const int64_t rows = logits.rows(), cols = logits.cols();
+  for (int64_t r0 = 0; r0 < rows; r0 += cuda::kGreedyMaxRows) {  // the counters serve one launch at a time
+    const int64_t n = std::min(cuda::kGreedyMaxRows, rows - r0);
+    Tensor parts = Scratch(DType::kI32, {n * cuda::kDrawSplits * cuda::kDrawPartWords});
+    Enqueue(cuda::LaunchDrawRows, logits.as<const float>() + r0 * cols, n, cols, sampleable, draws + r0,
+            parts.as<int32_t>(), static_cast<int32_t*>(greedy_counter_.data()), ids.as<int32_t>() + r0);
+  }
 }
 
-void CudaBackend::QueueGreedyPick(const Tensor& logits, int64_t sampleable) {
+std::vector<int32_t> CudaBackend::PickGreedy(const Tensor& logits, int64_t sampleable) {
+  INFX_CHECK_MSG(queued_picks_.empty(), "PickGreedy with {} picks queued and not taken", queued_picks_.size());
+  QueuePick(logits, sampleable, {});
+  return TakePick();
+}
+
+void CudaBackend::StageDraws(std::span<const TokenDraw> draws) {
+  static_assert(cuda::kDrawMaxTopK == kMaxPickTopK, "the draw kernel takes every top_k a pick may have");
+  std::vector<cuda::DrawRow> packed(draws.size());
+  for (size_t r = 0; r < draws.size(); ++r) {
+    const TokenDraw& d = draws[r];
+    cuda::DrawRow& p = packed[r];
+    p = cuda::DrawRow{1, 1.0f, 0.0f, 0, 1.0, 0.0};  // greedy: the best of a top-1
+    if (d.greedy) continue;
+    INFX_CHECK_MSG(d.rule.top_k >= 1 && d.rule.top_k <= kMaxPickTopK, "a draw with top_k {} on the device",
+                   d.rule.top_k);
+    p.top_k = static_cast<int32_t>(d.rule.top_k);
+    p.inv_temp = d.rule.inv_temp;
+    p.min_weight = d.rule.min_p > 0 ? static_cast<float>(d.rule.min_p * (1 - kDrawBoundaryTolerance)) : 0.0f;
+    p.top_p = d.rule.top_p;
+    p.u = d.u;
+  }
+  staged_draws_ = static_cast<const cuda::DrawRow*>(Upload(packed.data(), packed.size() * sizeof(cuda::DrawRow)));
+  staged_draw_rows_ = static_cast<int64_t>(draws.size());
+}
+
+void CudaBackend::QueuePick(const Tensor& logits, int64_t sampleable, std::span<const TokenDraw> draws) {
   INFX_CHECK(logits.dtype == DType::kF32);
   const int64_t rows = logits.rows();
   const size_t bytes = static_cast<size_t>(rows) * sizeof(int32_t);
-  INFX_CHECK_MSG(queued_picks_.size() < static_cast<size_t>(kPickSlots), "{} greedy picks queued and not taken",
+  const bool drawn = !draws.empty();
+  INFX_CHECK_MSG(!drawn || (staged_draws_ != nullptr && staged_draw_rows_ == rows),
+                 "a pick of {} rows with {} draws staged", rows, staged_draw_rows_);
+  const cuda::DrawRow* staged = std::exchange(staged_draws_, nullptr);
+  INFX_CHECK_MSG(queued_picks_.size() < static_cast<size_t>(kPickSlots), "{} picks queued and not taken",
                  queued_picks_.size());
   if (rows > kPickFeedRows)
-    ThrowError(ErrorCode::kOutOfRange, "greedy picks of {} logit rows at once (the CUDA backend takes up to {})", rows,
+    ThrowError(ErrorCode::kOutOfRange, "picks of {} logit rows at once (the CUDA backend takes up to {})", rows,
                kPickFeedRows);
+  if (drawn && sampleable > cuda::kDrawMaxSampleable)
+    ThrowError(ErrorCode::kUnsupported, "draws over a vocabulary of {} ids (the CUDA backend draws over up to {})",
+               sampleable, cuda::kDrawMaxSampleable);
   const std::optional<RecordedPick> replayed = std::exchange(replayed_pick_, std::nullopt);
-  const bool replay =
-      replayed && replayed->logits == logits.data && replayed->sampleable == sampleable && replayed->rows == rows;
+  const bool replay = replayed && replayed->logits == logits.data && replayed->sampleable == sampleable &&
+                      replayed->rows == rows && replayed->drawn == drawn;
   if (!replay) {  // else the replayed unit has just made the picks and their copy to pick_feed_
     const bool recording = queuing_forward_.has_value();
     const int staging = recording ? queuing_forward_->staging : 0;
     Tensor ids = Scratch(DType::kI32, {rows});
-    GreedyRows(logits, sampleable, ids);
+    if (drawn) {
+      DrawRows(logits, sampleable, staged, ids);
+    } else {
+      GreedyRows(logits, sampleable, ids);
+    }
     Enqueue(cuda::LaunchMemcpy, pick_feed_.data(), static_cast<const void*>(ids.data), bytes);
     Submit();
     EndForward();  // last_forward_[staging] is now this pass's unit, or none
     if (recording) {
       last_forward_pick_[staging].reset();
       if (last_forward_[staging])
-        last_forward_pick_[staging] = RecordedPick{logits.data, sampleable, rows, last_forward_[staging]->hash};
+        last_forward_pick_[staging] = RecordedPick{logits.data, sampleable, rows, drawn, last_forward_[staging]->hash};
     } else {
       for (auto& p : last_forward_pick_) p.reset();
     }
@@ -807,8 +850,8 @@ void CudaBackend::QueueGreedyPick(const Tensor& logits, int64_t sampleable) {
   pick_feed_rows_ = rows;
 }
 
-std::vector<int32_t> CudaBackend::TakeGreedyPick() {
-  INFX_CHECK_MSG(!queued_picks_.empty(), "no greedy pick is queued");
+std::vector<int32_t> CudaBackend::TakePick() {
+  INFX_CHECK_MSG(!queued_picks_.empty(), "no pick is queued");
   const QueuedPick q = queued_picks_.front();
   queued_picks_.pop_front();
   const auto t0 = std::chrono::steady_clock::now();
@@ -819,7 +862,7 @@ std::vector<int32_t> CudaBackend::TakeGreedyPick() {
 }
 
 void CudaBackend::FeedPickedTokens(std::span<const int32_t> rows, Tensor ids) {
-  INFX_CHECK_MSG(pick_feed_rows_ > 0, "no greedy pick to take token ids from");
+  INFX_CHECK_MSG(pick_feed_rows_ > 0, "no pick to take token ids from");
   INFX_CHECK(ids.dtype == DType::kI32 && ids.numel() == static_cast<int64_t>(rows.size()));
   for (int32_t r : rows)
     INFX_CHECK_MSG(r >= 0 && r < pick_feed_rows_, "feed row {} of a pick of {} rows", r, pick_feed_rows_);

@@ -481,7 +481,7 @@ void LaunchMoeGemv(cudaStream_t s, const void* x, const float* weights, const in
                    int32_t* sync);
 
 // ---- sampling-side reductions (sampling.cu); logits f32 [rows, cols] ----
-// Greedy picks (greedy.h, PickGreedyRows): ids[r] = the lowest index of the largest of row r's first
+// Greedy picks (pick.h, PickGreedyRows): ids[r] = the lowest index of the largest of row r's first
 // `sampleable` values, or -1 where one of them is NaN or +inf or all are -inf. Each row is split over
 // kGreedySplits blocks; parts: rows * kGreedySplits entries of scratch; counters: rows zeroed ints, left
 // zeroed (the last block of a row resets its own). rows <= kGreedyMaxRows.
@@ -494,7 +494,28 @@ constexpr int kGreedySplits = 32;
 constexpr int64_t kGreedyMaxRows = 1024;
 void LaunchGreedyRows(cudaStream_t s, const float* logits, int64_t rows, int64_t cols, int64_t sampleable,
                       GreedyPart* parts, int32_t* counters, int32_t* ids);
-// Token ids from greedy picks (greedy.h, FeedFromPicks): ids[i] = max(picks[rows[i]], 0), i < n.
+// Draws (pick.h, PickRows; base/token_draw.h's DrawToken for its top-k branch, to the bit): ids[r] = row r's
+// token drawn with draws[r] from its first `sampleable` values (a greedy row: top_k 1), or -1 where one of
+// them is NaN or +inf or all are -inf. Each row is split over kDrawSplits blocks; parts: rows * kDrawSplits *
+// kDrawPartWords ints of scratch; counters as LaunchGreedyRows's. rows <= kGreedyMaxRows, sampleable <=
+// kDrawMaxSampleable.
+struct DrawRow {
+  int32_t top_k;     // [1, kDrawMaxTopK]
+  float inv_temp;    // DrawRule::inv_temp
+  float min_weight;  // float(min_p * (1 - kDrawBoundaryTolerance)), 0 without min-p
+  int32_t unused;
+  double top_p;  // 1: off
+  double u;      // [0, 1)
+};
+static_assert(sizeof(DrawRow) == 32, "uploaded as packed rows");
+constexpr int kDrawSplits = 64;
+constexpr int kDrawMaxTopK = 64;
+constexpr int64_t kDrawPartWords = 2 + 2 * kDrawMaxTopK;                  // a count, a word of padding, the pairs
+constexpr int64_t kDrawMaxSampleable = int64_t{kDrawSplits} * 48 * 1024;  // a part's keys in 192 KB of shared memory
+constexpr size_t kDrawMaxSharedBytes = 48 * 1024 * sizeof(uint32_t);
+void LaunchDrawRows(cudaStream_t s, const float* logits, int64_t rows, int64_t cols, int64_t sampleable,
+                    const DrawRow* draws, int32_t* parts, int32_t* counters, int32_t* ids);
+// Token ids from picks (pick.h, FeedFromPicks): ids[i] = max(picks[rows[i]], 0), i < n.
 void LaunchFeedTokens(cudaStream_t s, const int32_t* picks, const int32_t* rows, int64_t n, int32_t* ids);
 // The k largest per row, descending, ties to the lower index. k <= 256.
 void LaunchTopKRows(cudaStream_t s, const float* logits, int64_t rows, int64_t cols, int32_t k, float* values,

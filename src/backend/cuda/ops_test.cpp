@@ -169,7 +169,7 @@ TEST(CudaOps, RopeFullAndPartialAtLargePositions) {
   }
 }
 
-// Greedy picks on the device equal greedy.h's on the host: ties across the blocks a row is split over,
+// Greedy picks on the device equal pick.h's on the host: ties across the blocks a row is split over,
 // the best value in the padding past `sampleable`, NaN or +inf among the sampleable ids (and a NaN in the
 // padding, which does not count), a row of -inf, the first and the last sampleable id; then as a
 // backend's PickGreedy (only the ids read back), for more rows than one launch takes.
@@ -221,6 +221,90 @@ TEST(CudaSampling, GreedyPicksEqualTheHostPicks) {
   for (int64_t i = 0; i < many; i += 7) small[static_cast<size_t>(i * cols + (i % cols))] = 9.0f;
   auto s = rig.F32({many, cols}, small);
   EXPECT_EQ(rig.gpu.PickGreedy(s.gpu, cols - 1), PickGreedyRows(small, many, cols, cols - 1));
+}
+
+// Top-k draws on the device (StageDraws, QueuePick, TakePick: the DrawKernel) equal pick.h's PickRows, the
+// engine's sampler's own draws, to the token: temperatures, top_k from 1 to kMaxPickTopK, top-p and min-p,
+// uniforms near 0 and 1, greedy rows among drawn ones; ties across the blocks a row is split over and at the
+// k-th place, the best value in the padding, NaN or +inf, only -inf, fewer finite values than top_k; a
+// vocabulary of Qwen3.5's size; and more rows than a launch takes, in small rows.
+TEST(CudaSampling, DrawsEqualTheHostDraws) {
+  INFX_REQUIRE_GPU();
+  Rig rig;
+  std::mt19937_64 rng(77);
+  auto uniform = [&] { return static_cast<double>(rng() >> 11) * 0x1.0p-53; };
+  auto random_draw = [&](int64_t r) {
+    TokenDraw d;
+    d.greedy = r % 11 == 5;
+    const double temps[] = {0.05, 0.3, 0.6, 0.7, 1.0, 1.5};
+    d.rule.inv_temp = static_cast<float>(1.0 / temps[rng() % 6]);
+    d.rule.top_k = r % 9 == 0 ? kMaxPickTopK : 1 + static_cast<int64_t>(rng() % kMaxPickTopK);
+    d.rule.top_p = r % 3 == 0 ? 1.0 : 0.5 + 0.5 * uniform();
+    d.rule.min_p = r % 4 == 1 ? 0.2 * uniform() : 0.0;
+    d.u = r % 13 == 0 ? 0.0 : r % 13 == 1 ? 1.0 - 0x1.0p-53 : uniform();
+    return d;
+  };
+  auto device_picks = [&](const Tensor& logits, int64_t sampleable, const std::vector<TokenDraw>& draws) {
+    rig.gpu.StageDraws(draws);
+    rig.gpu.QueuePick(logits, sampleable, draws);
+    return rig.gpu.TakePick();
+  };
+  for (const int64_t vocab : {int64_t{151936}, int64_t{248320}}) {
+    const int64_t sampleable = vocab - 267, rows = 48;
+    std::vector<float> logits = Rand(rows * vocab, 61 + vocab, -12, 12);
+    std::vector<TokenDraw> draws;
+    for (int64_t r = 0; r < rows; ++r) {
+      float* row = logits.data() + r * vocab;
+      for (int j = 0; j < 8; ++j) row[(r * 7919 + j * 15331) % sampleable] = 14.0f + static_cast<float>(j % 4);
+      draws.push_back(random_draw(r));
+    }
+    float* x = logits.data();
+    std::fill(x, x + vocab, 1.0f);                                      // row 0: all equal: the k lowest ids
+    x[vocab + 100] = x[vocab + vocab - 400] = x[vocab + 9000] = 20.0f;  // row 1: ties in the first and last block
+    x[2 * vocab + sampleable] = 90.0f;                                  // row 2: the largest is padding
+    x[3 * vocab + 77] = std::nanf("");                                  // row 3: NaN
+    x[4 * vocab + sampleable - 1] = INFINITY;                           // row 4: +inf
+    std::fill(x + 5 * vocab, x + 6 * vocab, -INFINITY);                 // row 5: only -inf
+    std::fill(x + 6 * vocab, x + 7 * vocab, -INFINITY);                 // row 6: three finite values
+    x[6 * vocab + 5] = 1.0f, x[6 * vocab + 70000] = 2.0f, x[6 * vocab + sampleable - 1] = 1.5f;
+    for (int64_t i = 0; i < sampleable; i += 4000) x[7 * vocab + i] = 17.0f;  // row 7: 38 ties at the top
+    draws[7].rule.top_k = 20;
+    draws[6].rule.top_k = 20;
+    draws[0].greedy = false;
+    const std::vector<int32_t> want = PickRows(logits, rows, vocab, sampleable, draws);
+    EXPECT_EQ(want[3], -1);
+    EXPECT_EQ(want[4], -1);
+    EXPECT_EQ(want[5], -1);
+    EXPECT_NE(want[2], static_cast<int32_t>(sampleable));
+    auto l = rig.F32({rows, vocab}, logits);
+    EXPECT_EQ(device_picks(l.gpu, sampleable, draws), want) << "vocabulary " << vocab;
+    // Many uniforms over one row of Qwen's recommended settings: every draw the same token as the host's.
+    if (vocab == 151936) {
+      const int64_t same = 256;
+      std::vector<float> repeated;
+      std::vector<TokenDraw> many;
+      for (int64_t r = 0; r < same; ++r) {
+        repeated.insert(repeated.end(), logits.begin() + 8 * vocab, logits.begin() + 9 * vocab);
+        TokenDraw d;
+        d.greedy = false;
+        d.rule.inv_temp = static_cast<float>(1.0 / 0.6);
+        d.rule.top_k = 20;
+        d.rule.top_p = 0.95;
+        d.u = (static_cast<double>(r) + 0.5) / same;
+        many.push_back(d);
+      }
+      const std::vector<int32_t> many_want = PickRows(repeated, same, vocab, sampleable, many);
+      EXPECT_GT(std::set<int32_t>(many_want.begin(), many_want.end()).size(), 3u);
+      auto rep = rig.F32({same, vocab}, repeated);
+      EXPECT_EQ(device_picks(rep.gpu, sampleable, many), many_want);
+    }
+  }
+  const int64_t many = cuda::kGreedyMaxRows + 37, cols = 300;
+  std::vector<float> small = Rand(many * cols, 62, -5, 5);
+  std::vector<TokenDraw> draws;
+  for (int64_t r = 0; r < many; ++r) draws.push_back(random_draw(r));
+  auto s = rig.F32({many, cols}, small);
+  EXPECT_EQ(device_picks(s.gpu, cols - 1, draws), PickRows(small, many, cols, cols - 1, draws));
 }
 
 TEST(CudaSampling, ArgmaxTopKLogSumExp) {

@@ -1,7 +1,8 @@
-// Sampling-side reductions over f32 logit rows: greedy picks (greedy.h's PickGreedyRows on the device,
-// each row split over kGreedySplits blocks), and, one block per row, the top-k candidates (descending,
-// ties to the lower index; top-p is applied by the caller over these) and logsumexp for log-probabilities.
-// Ties always go to the lower index, as torch.argmax does.
+// Sampling-side reductions over f32 logit rows: greedy picks (pick.h's PickGreedyRows on the device, each
+// row split over kGreedySplits blocks), top-k draws (pick.h's PickRows: base/token_draw.h's DrawToken to the
+// bit, each row split over kDrawSplits blocks), and, one block per row, the top-k candidates (descending,
+// ties to the lower index) and logsumexp for log-probabilities. Ties always go to the lower index, as
+// torch.argmax does.
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
@@ -117,6 +118,392 @@ __global__ void __launch_bounds__(kThreads) LogSumExpKernel(const float* logits,
   if (threadIdx.x == 0) out[blockIdx.x] = mx == -INFINITY ? -INFINITY : mx + logf(sum);
 }
 
+// ---- top-k draws ----
+
+// Logits as unsigned keys in the same order (-0 as +0: equal logits, ranked by id); 0 for -inf and NaN,
+// which are never candidates.
+__device__ __forceinline__ uint32_t OrderedKey(float v) {
+  if (isnan(v) || v == -INFINITY) return 0;
+  const uint32_t u = v == 0.0f ? 0u : __float_as_uint(v);
+  return (u & 0x80000000u) != 0 ? ~u : (u | 0x80000000u);
+}
+
+__device__ __forceinline__ float KeyValue(uint32_t key) {
+  return __uint_as_float((key & 0x80000000u) != 0 ? (key & 0x7fffffffu) : ~key);
+}
+
+// Exclusive prefix sum of v over the block's threads in thread order; *total gets the sum. Every thread
+// calls it. shared: kThreads / 32 + 1 ints.
+__device__ __forceinline__ int BlockExclusiveScan(int v, int* shared, int* total) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  int inclusive = v;
+#pragma unroll
+  for (int off = 1; off < 32; off <<= 1) {
+    const int t = __shfl_up_sync(0xffffffffu, inclusive, off);
+    if (lane >= off) inclusive += t;
+  }
+  __syncthreads();
+  if (lane == 31) shared[warp] = inclusive;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    int running = 0;
+    for (int w = 0; w < kThreads / 32; ++w) {
+      const int t = shared[w];
+      shared[w] = running;
+      running += t;
+    }
+    shared[kThreads / 32] = running;
+  }
+  __syncthreads();
+  *total = shared[kThreads / 32];
+  return shared[warp] + inclusive - v;
+}
+
+// The k largest of n keys (key(i), i < n; zeros are empty), found by 8-bit digits from the top: the keys
+// above `threshold` (`above` of them) and `equal` of the `ties` keys equal to it. With fewer than k nonzero
+// keys, threshold 0 and `above` their count. Every thread calls it. hist: 256 ints of shared memory; shared: 3.
+struct KeySelect {
+  uint32_t threshold;
+  int above, equal, ties;
+};
+template <typename Key>
+__device__ KeySelect SelectKeys(Key key, int n, int k, int* hist, int* shared) {
+  const int lane = threadIdx.x & 31;
+  uint32_t prefix = 0, mask = 0;
+  int remaining = k;
+  for (int shift = 24; shift >= 0; shift -= 8) {
+    for (int b = threadIdx.x; b < 256; b += kThreads) hist[b] = 0;
+    __syncthreads();
+    for (int base = 0; base < n; base += kThreads) {  // a uniform trip count: whole warps match
+      const int i = base + static_cast<int>(threadIdx.x);
+      const uint32_t kk = i < n ? key(i) : 0u;
+      const bool take = kk != 0 && (kk & mask) == prefix;
+      const int bin = take ? static_cast<int>((kk >> shift) & 255u) : 256;
+      const unsigned peers = __match_any_sync(0xffffffffu, bin);
+      if (take && lane == __ffs(peers) - 1) atomicAdd(&hist[bin], __popc(peers));
+    }
+    __syncthreads();
+    if (threadIdx.x < 32) {  // lane l: bins 255 - 8l down to 248 - 8l
+      int c[8], sum = 0;
+#pragma unroll
+      for (int j = 0; j < 8; ++j) sum += c[j] = hist[255 - 8 * lane - j];
+      int inclusive = sum;
+#pragma unroll
+      for (int off = 1; off < 32; off <<= 1) {
+        const int t = __shfl_up_sync(0xffffffffu, inclusive, off);
+        if (lane >= off) inclusive += t;
+      }
+      const unsigned crossing = __ballot_sync(0xffffffffu, inclusive >= remaining);
+      if (crossing == 0) {
+        if (lane == 31) shared[0] = -1, shared[1] = inclusive;  // fewer than `remaining` keys match
+      } else if (lane == __ffs(crossing) - 1) {
+        int acc = inclusive - sum;
+        for (int j = 0; j < 8; ++j) {
+          if (acc + c[j] >= remaining) {
+            shared[0] = 255 - 8 * lane - j;
+            shared[1] = acc;
+            shared[2] = c[j];
+            break;
+          }
+          acc += c[j];
+        }
+      }
+    }
+    __syncthreads();
+    const int digit = shared[0], before = shared[1], in_bin = shared[2];
+    __syncthreads();
+    if (digit < 0) return KeySelect{0, before, 0, 0};  // only at the first digit: every nonzero key is taken
+    prefix |= static_cast<uint32_t>(digit) << shift;
+    mask |= 255u << shift;
+    remaining -= before;
+    if (shift == 0) return KeySelect{prefix, k - remaining, remaining, in_bin};
+  }
+  return KeySelect{};
+}
+
+// ExpInPlace of base/token_draw.cpp: the same operations, each rounded (no fused multiply-adds).
+__device__ __forceinline__ float DrawExp(float x) {
+  const bool underflow = x < -87.0f;
+  if (underflow) x = -87.0f;
+  const float magic = 12582912.0f;
+  const float t = __fadd_rn(__fmul_rn(x, 1.44269504f), magic);
+  const float n = __fsub_rn(t, magic);
+  float r = __fsub_rn(x, __fmul_rn(n, 0.693359375f));
+  r = __fsub_rn(r, __fmul_rn(n, -2.12194440e-4f));
+  float p = 1.0f / 5040.0f;
+  p = __fadd_rn(__fmul_rn(p, r), 1.0f / 720.0f);
+  p = __fadd_rn(__fmul_rn(p, r), 1.0f / 120.0f);
+  p = __fadd_rn(__fmul_rn(p, r), 1.0f / 24.0f);
+  p = __fadd_rn(__fmul_rn(p, r), 1.0f / 6.0f);
+  p = __fadd_rn(__fmul_rn(p, r), 0.5f);
+  p = __fadd_rn(__fmul_rn(p, r), 1.0f);
+  p = __fadd_rn(__fmul_rn(p, r), 1.0f);
+  const int e = (__float_as_int(t) - __float_as_int(magic) + 127) << 23;
+  const float v = __fmul_rn(p, __int_as_float(e));
+  return underflow ? 0.0f : v;
+}
+
+// base/token_draw.cpp's top-p bucket of a weight.
+__device__ __forceinline__ uint32_t NucleusBucket(float w) {
+  constexpr uint32_t kBuckets = (0x3F800000u >> 19) + 1;
+  return min(__float_as_uint(w) >> 19, kBuckets - 1);
+}
+
+// The draw over a row's top-k candidates: n of them in ascending id order (logit, id, weight), padded with
+// weight-0 entries to a multiple of 4; best[r] is the position of the r-th best and bucket[j] candidate j's
+// top-p bucket (NucleusBucket); the n_buckets distinct buckets, highest first, with their masses (each the
+// sum of its candidates' weights in id order), in top_bucket and top_mass. DrawToken's top-k branch
+// (ComputeWeights, NucleusBoundary, DrawFromSet) operation for operation, on one thread.
+__device__ int32_t DrawFromCandidates(const float* logit, const int32_t* id, const float* w, const int* best,
+                                      const uint32_t* bucket, const uint32_t* top_bucket, const double* top_mass,
+                                      int n_buckets, int n, const DrawRow& d) {
+  const int n4 = (n + 3) & ~3;
+  // ComputeWeights: BlockExpSum's lanes (8, folded to 4, then a 4-entry tail), one block.
+  float acc8[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int i = 0;
+  for (; i + 8 <= n4; i += 8)
+    for (int l = 0; l < 8; ++l) acc8[l] = __fadd_rn(acc8[l], w[i + l]);
+  float acc4[4];
+  for (int l = 0; l < 4; ++l) acc4[l] = __fadd_rn(acc8[l], acc8[l + 4]);
+  for (; i < n4; i += 4)
+    for (int l = 0; l < 4; ++l) acc4[l] = __fadd_rn(acc4[l], w[i + l]);
+  const float weights = __fadd_rn(__fadd_rn(acc4[0], acc4[1]), __fadd_rn(acc4[2], acc4[3]));
+  const double reference = __dadd_rn(0.0, static_cast<double>(weights));
+  float bound_logit = -INFINITY;
+  int32_t bound_id = INT32_MAX;
+  if (d.top_p < 1.0) {
+    // NucleusBoundary: the bucket masses from the highest bucket down until one crosses the target, then
+    // that bucket's candidates best first.
+    const double target = __dmul_rn(__dmul_rn(d.top_p, reference), 1 - 1e-6);
+    double above = 0;
+    for (int b = 0; b < n_buckets; ++b) {
+      if (__dadd_rn(above, top_mass[b]) >= target) {
+        int last = -1;
+        for (int r = 0; r < n; ++r) {
+          if (bucket[best[r]] != top_bucket[b]) continue;
+          last = best[r];
+          above = __dadd_rn(above, static_cast<double>(w[last]));
+          if (above >= target) break;
+        }
+        bound_logit = logit[last];
+        bound_id = id[last];
+        break;
+      }
+      above = __dadd_rn(above, top_mass[b]);
+    }
+  }
+  // DrawFromSet: the kept weights' sum (4 lanes), then the walk in id order.
+  auto kept = [&](int j) {
+    const bool keep =
+        w[j] > 0 && w[j] >= d.min_weight && (logit[j] > bound_logit || (logit[j] == bound_logit && id[j] <= bound_id));
+    return keep ? w[j] : 0.0f;
+  };
+  float lanes[4] = {0, 0, 0, 0};
+  for (int j = 0; j < n4; j += 4)
+    for (int l = 0; l < 4; ++l) lanes[l] = __fadd_rn(lanes[l], kept(j + l));
+  const float block = __fadd_rn(__fadd_rn(lanes[0], lanes[1]), __fadd_rn(lanes[2], lanes[3]));
+  const double target = __dmul_rn(d.u, __dadd_rn(0.0, static_cast<double>(block)));
+  double cum = 0;
+  if (__dadd_rn(cum, static_cast<double>(block)) <= target) {  // rounding: the last kept candidate
+    for (int j = n4; j-- > 0;)
+      if (kept(j) > 0) return id[j];
+    return -1;
+  }
+  int32_t last = -1;
+  for (int j = 0; j < n4; ++j) {
+    const float kj = kept(j);
+    if (kj <= 0) continue;
+    last = id[j];
+    cum = __dadd_rn(cum, static_cast<double>(kj));
+    if (cum > target) break;
+  }
+  return last;
+}
+
+// Block (row, part) of a draw: its top_k best candidates (higher logit first, ties to the lower index) among
+// the part's share of the row's first `sampleable` values, into its part of `parts` (a count, or -1 where a
+// value is NaN or +inf; a word of padding; then (key, index) pairs). The last block of the row to arrive
+// takes the row's top_k best from the parts and draws (DrawFromCandidates) into ids[row], or -1 (NaN or
+// +inf, or only -inf).
+// Dynamic shared memory: DrawSharedBytes(the part's length), the part's keys, and then the row's candidates.
+__global__ void __launch_bounds__(kThreads)
+    DrawKernel(const float* logits, int64_t cols, int64_t sampleable, const DrawRow* draws, int32_t* parts,
+               int32_t* counters, int32_t* ids) {
+  extern __shared__ uint32_t slice[];  // the part's keys; in the combining block, the row's candidates
+  __shared__ int hist[256];
+  __shared__ int scan[kThreads / 32 + 1];
+  __shared__ int picked[3];
+  __shared__ uint32_t win_key[kDrawMaxTopK];
+  __shared__ int32_t win_index[kDrawMaxTopK];
+  __shared__ float set_logit[kDrawMaxTopK], set_w[kDrawMaxTopK];
+  __shared__ int32_t set_id[kDrawMaxTopK];
+  __shared__ int set_best[kDrawMaxTopK];
+  __shared__ uint32_t set_bucket[kDrawMaxTopK], top_bucket[kDrawMaxTopK];
+  __shared__ double set_mass[kDrawMaxTopK], top_mass[kDrawMaxTopK];
+  __shared__ bool set_first[kDrawMaxTopK];
+  const int row = static_cast<int>(blockIdx.x) / kDrawSplits, part = static_cast<int>(blockIdx.x) % kDrawSplits;
+  const DrawRow d = draws[row];
+  const int k = d.top_k;
+  const float* l = logits + static_cast<int64_t>(row) * cols;
+  const int64_t per = (sampleable + kDrawSplits - 1) / kDrawSplits;
+  const int64_t begin = part * per;
+  const int n = static_cast<int>(max(int64_t{0}, min(sampleable, begin + per) - begin));
+  int32_t* out = parts + (static_cast<int64_t>(row) * kDrawSplits + part) * kDrawPartWords;
+
+  bool bad = false;
+  for (int i = threadIdx.x; i < n; i += kThreads) {
+    const float v = __ldg(l + begin + i);
+    bad |= isnan(v) || v == INFINITY;
+    slice[i] = OrderedKey(v);
+  }
+  bad = __syncthreads_or(bad) != 0;
+  if (!bad) {
+    const KeySelect sel = SelectKeys([&](int i) { return slice[i]; }, n, k, hist, picked);
+    // Each thread's contiguous run of the part, in index order: the keys above the threshold, then the
+    // first `equal` keys equal to it.
+    const int run = (n + kThreads - 1) / kThreads;
+    const int from = min(n, static_cast<int>(threadIdx.x) * run), to = min(n, from + run);
+    const bool ties = sel.threshold != 0;
+    int above = 0, equal = 0;
+    for (int i = from; i < to; ++i) {
+      above += slice[i] > sel.threshold;
+      equal += ties && slice[i] == sel.threshold;
+    }
+    int total = 0;
+    const int packed = BlockExclusiveScan((above << 16) | equal, scan, &total);
+    int at_above = packed >> 16, at_equal = packed & 0xffff;
+    for (int i = from; i < to; ++i) {
+      const uint32_t kk = slice[i];
+      int at = -1;
+      if (kk > sel.threshold) {
+        at = at_above++;
+      } else if (ties && kk == sel.threshold) {
+        if (at_equal < sel.equal) at = sel.above + at_equal;
+        ++at_equal;
+      }
+      if (at >= 0) {
+        out[2 + 2 * at] = static_cast<int32_t>(kk);
+        out[3 + 2 * at] = static_cast<int32_t>(begin + i);
+      }
+    }
+    if (threadIdx.x == 0) out[0] = sel.above + sel.equal;
+  } else if (threadIdx.x == 0) {
+    out[0] = -1;
+  }
+  __threadfence();  // this block's writes before its arrival, for the block that combines
+  if (!LastBlockToArrive(counters + row, kDrawSplits)) return;
+
+  // The row's candidates: each part's count, then its pairs (other blocks' writes: through L2).
+  uint32_t* keys = slice;
+  auto* index = reinterpret_cast<int32_t*>(slice + kDrawSplits * kDrawMaxTopK);
+  const int32_t* row_parts = parts + static_cast<int64_t>(row) * kDrawSplits * kDrawPartWords;
+  const int m = kDrawSplits * k;
+  bool any_bad = false;
+  for (int j = threadIdx.x; j < m; j += kThreads) {
+    const int32_t* p = row_parts + (j / k) * kDrawPartWords;
+    const int e = j % k;
+    const int32_t count = __ldcg(p);
+    const int2 pair = __ldcg(reinterpret_cast<const int2*>(p + 2) + e);  // unwritten past the count: not used
+    any_bad |= count < 0;
+    const bool filled = e < count;
+    keys[j] = filled ? static_cast<uint32_t>(pair.x) : 0u;
+    index[j] = filled ? pair.y : INT32_MAX;
+  }
+  if (__syncthreads_or(any_bad) != 0) {
+    if (threadIdx.x == 0) ids[row] = -1;
+    return;
+  }
+  const KeySelect sel = SelectKeys([&](int i) { return keys[i]; }, m, k, hist, picked);
+  // The winners: the keys above the threshold, and of the keys equal to it the `equal` of lowest index (all
+  // of them unless more tie).
+  const bool ties = sel.threshold != 0, rank_ties = ties && sel.ties > sel.equal;
+  int count = 0;
+  for (int base = 0; base < m; base += kThreads) {
+    const int i = base + static_cast<int>(threadIdx.x);
+    bool win = false;
+    if (i < m) {
+      const uint32_t kk = keys[i];
+      if (kk > sel.threshold) {
+        win = true;
+      } else if (ties && kk == sel.threshold) {
+        int rank = 0;
+        for (int j = 0; rank_ties && j < m; ++j) rank += keys[j] == kk && index[j] < index[i];
+        win = rank < sel.equal;
+      }
+    }
+    int total = 0;
+    const int at = count + BlockExclusiveScan(win ? 1 : 0, scan, &total);
+    if (win) {
+      win_key[at] = keys[i];
+      win_index[at] = index[i];
+    }
+    count += total;
+  }
+  __syncthreads();
+  // Each winner's place best first and in id order.
+  const int n4 = (count + 3) & ~3;
+  if (static_cast<int>(threadIdx.x) < count) {
+    const uint32_t kj = win_key[threadIdx.x];
+    const int32_t ij = win_index[threadIdx.x];
+    int better = 0, lower = 0;
+    for (int o = 0; o < count; ++o) {
+      better += win_key[o] > kj || (win_key[o] == kj && win_index[o] < ij);
+      lower += win_index[o] < ij;
+    }
+    set_logit[lower] = KeyValue(kj);
+    set_id[lower] = ij;
+    set_best[better] = lower;
+  } else if (static_cast<int>(threadIdx.x) < n4) {
+    set_logit[threadIdx.x] = -INFINITY;
+    set_id[threadIdx.x] = INT32_MAX;
+  }
+  __syncthreads();
+  if (count == 0) {
+    if (threadIdx.x == 0) ids[row] = -1;  // only -inf
+    return;
+  }
+  const float max_logit = set_logit[set_best[0]];
+  if (static_cast<int>(threadIdx.x) < n4) {
+    const float w = DrawExp(__fmul_rn(__fsub_rn(set_logit[threadIdx.x], max_logit), d.inv_temp));
+    set_w[threadIdx.x] = w;
+    set_bucket[threadIdx.x] = NucleusBucket(w);
+  }
+  __syncthreads();
+  // The distinct buckets highest first with their masses: each bucket's mass (in id order) by its first
+  // candidate, placed after the buckets above it.
+  const int t = static_cast<int>(threadIdx.x);
+  if (t < count) {
+    double mass = 0;
+    bool first = true;
+    for (int j = 0; j < count; ++j) {
+      if (set_bucket[j] != set_bucket[t]) continue;
+      mass = __dadd_rn(mass, static_cast<double>(set_w[j]));
+      first &= j >= t;
+    }
+    set_mass[t] = mass;
+    set_first[t] = first;
+  }
+  __syncthreads();
+  int n_buckets = 0;
+  for (int j = 0; j < count; ++j) n_buckets += set_first[j];
+  if (t < count && set_first[t]) {
+    int place = 0;
+    for (int j = 0; j < count; ++j) place += set_first[j] && set_bucket[j] > set_bucket[t];
+    top_bucket[place] = set_bucket[t];
+    top_mass[place] = set_mass[t];
+  }
+  __syncthreads();
+  if (t == 0)
+    ids[row] =
+        DrawFromCandidates(set_logit, set_id, set_w, set_best, set_bucket, top_bucket, top_mass, n_buckets, count, d);
+}
+
+// The dynamic shared memory of a DrawKernel block: a part's keys, or the row's candidates (keys and indices).
+size_t DrawSharedBytes(int64_t sampleable) {
+  const int64_t per = (sampleable + kDrawSplits - 1) / kDrawSplits;
+  return static_cast<size_t>(std::max<int64_t>(per, 2 * kDrawSplits * kDrawMaxTopK)) * sizeof(uint32_t);
+}
+
 __global__ void FeedTokensKernel(const int32_t* picks, const int32_t* rows, int64_t n, int32_t* ids) {
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x)
@@ -138,6 +525,21 @@ void LaunchGreedyRows(cudaStream_t s, const float* logits, int64_t rows, int64_t
   INFX_CHECK(sampleable >= 1 && sampleable <= cols && rows <= kGreedyMaxRows);
   GreedyKernel<<<static_cast<unsigned>(rows * kGreedySplits), kThreads, 0, s>>>(logits, cols, sampleable, parts,
                                                                                   counters, ids);
+  INFX_CUDA_CHECK_LAUNCH();
+}
+
+void LaunchDrawRows(cudaStream_t s, const float* logits, int64_t rows, int64_t cols, int64_t sampleable,
+                    const DrawRow* draws, int32_t* parts, int32_t* counters, int32_t* ids) {
+  if (rows == 0) return;
+  INFX_CHECK(sampleable >= 1 && sampleable <= cols && rows <= kGreedyMaxRows);
+  const size_t shared = DrawSharedBytes(sampleable);
+  INFX_CHECK_MSG(shared <= kDrawMaxSharedBytes, "draws over {} ids (the CUDA draw kernel takes up to {})", sampleable,
+                 kDrawMaxSampleable);
+  if (shared > 48 * 1024)
+    INFX_CUDA_CHECK(cudaFuncSetAttribute(DrawKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         static_cast<int>(kDrawMaxSharedBytes)));
+  DrawKernel<<<static_cast<unsigned>(rows * kDrawSplits), kThreads, shared, s>>>(logits, cols, sampleable, draws, parts,
+                                                                                 counters, ids);
   INFX_CUDA_CHECK_LAUNCH();
 }
 

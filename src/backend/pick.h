@@ -1,5 +1,6 @@
-// Greedy picks over logit rows on the host: Backend::PickGreedy's default and the reference its device
-// forms are tested against (ops.h), from the scan the engine's sampler makes of a row (base/logit_scan.h).
+// Token picks over logit rows on the host: Backend::PickGreedy's and Backend::QueuePick's defaults and the
+// references their device forms are tested against (ops.h): greedy picks from the scan the engine's sampler
+// makes of a row (base/logit_scan.h), draws with the sampler's own (base/token_draw.h).
 #pragma once
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 
 #include "base/check.h"
 #include "base/logit_scan.h"
+#include "base/token_draw.h"
 
 namespace infernix {
 
@@ -28,6 +30,27 @@ inline std::vector<int32_t> PickGreedyRows(std::span<const float> logits, int64_
     const LogitScan scan = ScanLogits(logits.subspan(static_cast<size_t>(r * cols), static_cast<size_t>(sampleable)));
     if (scan.invalid < 0 && scan.max != -std::numeric_limits<float>::infinity())
       ids[static_cast<size_t>(r)] = static_cast<int32_t>(scan.argmax);
+  }
+  return ids;
+}
+
+// For each of `rows` rows of `cols` f32 logits, its draw's pick (draws[r], TokenDraw): greedy as PickGreedyRows,
+// else the token the engine's Sampler draws from that row's first `sampleable` values at draws[r].u (the ids
+// past them may not be drawn); -1 where those values hold NaN or +inf or only -inf.
+inline std::vector<int32_t> PickRows(std::span<const float> logits, int64_t rows, int64_t cols, int64_t sampleable,
+                                     std::span<const TokenDraw> draws) {
+  INFX_CHECK_MSG(static_cast<int64_t>(draws.size()) == rows, "{} draws for {} rows", draws.size(), rows);
+  std::vector<int32_t> ids = PickGreedyRows(logits, rows, cols, sampleable);
+  std::vector<float> row;
+  DrawScratch scratch;
+  for (int64_t r = 0; r < rows; ++r) {
+    const TokenDraw& d = draws[static_cast<size_t>(r)];
+    if (d.greedy || ids[static_cast<size_t>(r)] < 0) continue;
+    const std::span<const float> values = logits.subspan(static_cast<size_t>(r * cols), static_cast<size_t>(cols));
+    row.assign(values.begin(), values.begin() + sampleable);
+    row.resize(static_cast<size_t>(cols), -std::numeric_limits<float>::infinity());
+    const float max = values[static_cast<size_t>(ids[static_cast<size_t>(r)])];
+    ids[static_cast<size_t>(r)] = DrawToken(row, max, d.rule, d.u, scratch);
   }
   return ids;
 }
