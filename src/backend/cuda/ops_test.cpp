@@ -223,32 +223,37 @@ TEST(CudaSampling, GreedyPicksEqualTheHostPicks) {
   EXPECT_EQ(rig.gpu.PickGreedy(s.gpu, cols - 1), PickGreedyRows(small, many, cols, cols - 1));
 }
 
+// A draw of varied settings for row r (CudaSampling's draw tests).
+TokenDraw RandomDraw(int64_t r, std::mt19937_64& rng) {
+  auto uniform = [&] { return static_cast<double>(rng() >> 11) * 0x1.0p-53; };
+  TokenDraw d;
+  d.greedy = r % 11 == 5;
+  const double temps[] = {0.05, 0.3, 0.6, 0.7, 1.0, 1.5};
+  d.rule.inv_temp = static_cast<float>(1.0 / temps[rng() % 6]);
+  d.rule.top_k = r % 9 == 0 ? kMaxPickTopK : 1 + static_cast<int64_t>(rng() % kMaxPickTopK);
+  d.rule.top_p = r % 3 == 0 ? 1.0 : 0.5 + 0.5 * uniform();
+  d.rule.min_p = r % 4 == 1 ? 0.2 * uniform() : 0.0;
+  d.u = r % 13 == 0 ? 0.0 : r % 13 == 1 ? 1.0 - 0x1.0p-53 : uniform();
+  return d;
+}
+
+// The backend's picks with draws, as the model queues them.
+std::vector<int32_t> DevicePicks(Rig& rig, const Tensor& logits, int64_t sampleable,
+                                 const std::vector<TokenDraw>& draws) {
+  rig.gpu.StageDraws(draws);
+  rig.gpu.QueuePick(logits, sampleable, draws);
+  return rig.gpu.TakePick();
+}
+
 // Top-k draws on the device (StageDraws, QueuePick, TakePick: the DrawKernel) equal pick.h's PickRows, the
 // engine's sampler's own draws, to the token: temperatures, top_k from 1 to kMaxPickTopK, top-p and min-p,
 // uniforms near 0 and 1, greedy rows among drawn ones; ties across the blocks a row is split over and at the
 // k-th place, the best value in the padding, NaN or +inf, only -inf, fewer finite values than top_k; a
-// vocabulary of Qwen3.5's size; and more rows than a launch takes, in small rows.
+// vocabulary of Qwen3.5's size.
 TEST(CudaSampling, DrawsEqualTheHostDraws) {
   INFX_REQUIRE_GPU();
   Rig rig;
   std::mt19937_64 rng(77);
-  auto uniform = [&] { return static_cast<double>(rng() >> 11) * 0x1.0p-53; };
-  auto random_draw = [&](int64_t r) {
-    TokenDraw d;
-    d.greedy = r % 11 == 5;
-    const double temps[] = {0.05, 0.3, 0.6, 0.7, 1.0, 1.5};
-    d.rule.inv_temp = static_cast<float>(1.0 / temps[rng() % 6]);
-    d.rule.top_k = r % 9 == 0 ? kMaxPickTopK : 1 + static_cast<int64_t>(rng() % kMaxPickTopK);
-    d.rule.top_p = r % 3 == 0 ? 1.0 : 0.5 + 0.5 * uniform();
-    d.rule.min_p = r % 4 == 1 ? 0.2 * uniform() : 0.0;
-    d.u = r % 13 == 0 ? 0.0 : r % 13 == 1 ? 1.0 - 0x1.0p-53 : uniform();
-    return d;
-  };
-  auto device_picks = [&](const Tensor& logits, int64_t sampleable, const std::vector<TokenDraw>& draws) {
-    rig.gpu.StageDraws(draws);
-    rig.gpu.QueuePick(logits, sampleable, draws);
-    return rig.gpu.TakePick();
-  };
   for (const int64_t vocab : {int64_t{151936}, int64_t{248320}}) {
     const int64_t sampleable = vocab - 267, rows = 48;
     std::vector<float> logits = Rand(rows * vocab, 61 + vocab, -12, 12);
@@ -256,7 +261,7 @@ TEST(CudaSampling, DrawsEqualTheHostDraws) {
     for (int64_t r = 0; r < rows; ++r) {
       float* row = logits.data() + r * vocab;
       for (int j = 0; j < 8; ++j) row[(r * 7919 + j * 15331) % sampleable] = 14.0f + static_cast<float>(j % 4);
-      draws.push_back(random_draw(r));
+      draws.push_back(RandomDraw(r, rng));
     }
     float* x = logits.data();
     std::fill(x, x + vocab, 1.0f);                                      // row 0: all equal: the k lowest ids
@@ -277,7 +282,7 @@ TEST(CudaSampling, DrawsEqualTheHostDraws) {
     EXPECT_EQ(want[5], -1);
     EXPECT_NE(want[2], static_cast<int32_t>(sampleable));
     auto l = rig.F32({rows, vocab}, logits);
-    EXPECT_EQ(device_picks(l.gpu, sampleable, draws), want) << "vocabulary " << vocab;
+    EXPECT_EQ(DevicePicks(rig, l.gpu, sampleable, draws), want) << "vocabulary " << vocab;
     // Many uniforms over one row of Qwen's recommended settings: every draw the same token as the host's.
     if (vocab == 151936) {
       const int64_t same = 256;
@@ -296,15 +301,22 @@ TEST(CudaSampling, DrawsEqualTheHostDraws) {
       const std::vector<int32_t> many_want = PickRows(repeated, same, vocab, sampleable, many);
       EXPECT_GT(std::set<int32_t>(many_want.begin(), many_want.end()).size(), 3u);
       auto rep = rig.F32({same, vocab}, repeated);
-      EXPECT_EQ(device_picks(rep.gpu, sampleable, many), many_want);
+      EXPECT_EQ(DevicePicks(rig, rep.gpu, sampleable, many), many_want);
     }
   }
+}
+
+// More rows than a launch of the draw kernel takes (kGreedyMaxRows), in small rows.
+TEST(CudaSampling, DrawsOfMoreRowsThanALaunchTakes) {
+  INFX_REQUIRE_GPU();
+  Rig rig;
+  std::mt19937_64 rng(78);
   const int64_t many = cuda::kGreedyMaxRows + 37, cols = 300;
   std::vector<float> small = Rand(many * cols, 62, -5, 5);
   std::vector<TokenDraw> draws;
-  for (int64_t r = 0; r < many; ++r) draws.push_back(random_draw(r));
+  for (int64_t r = 0; r < many; ++r) draws.push_back(RandomDraw(r, rng));
   auto s = rig.F32({many, cols}, small);
-  EXPECT_EQ(device_picks(s.gpu, cols - 1, draws), PickRows(small, many, cols, cols - 1, draws));
+  EXPECT_EQ(DevicePicks(rig, s.gpu, cols - 1, draws), PickRows(small, many, cols, cols - 1, draws));
 }
 
 TEST(CudaSampling, ArgmaxTopKLogSumExp) {
