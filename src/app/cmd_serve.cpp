@@ -132,9 +132,10 @@ void RegisterServeCommand(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   serve->add_flag("--no-pipeline", o->no_pipeline,
-                  "Queue a greedy decode step only after the picks of the one before are read; by default, when "
-                  "every request of a step picks greedily (no penalties, logit_bias, logprobs or grammar), the next "
-                  "step of the same requests is queued first, its token ids taken from those picks on the backend");
+                  "Queue a decode step only after the picks of the one before are read; by default, when every "
+                  "request of a step picks greedily or draws with a top_k of at most 64 (no penalties, logit_bias, "
+                  "logprobs or grammar), the next step of the same requests is queued first, its token ids taken "
+                  "from those picks on the backend");
   serve->add_option("--api-key", o->server.api_key,
                     "Require this key (Authorization: Bearer KEY, or x-api-key: KEY); default: none");
   serve->add_option("--served-model-name", o->service.served_names,
