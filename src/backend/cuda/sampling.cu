@@ -136,12 +136,7 @@ __device__ __forceinline__ float KeyValue(uint32_t key) {
 // calls it. shared: kThreads / 32 + 1 ints.
 __device__ __forceinline__ int BlockExclusiveScan(int v, int* shared, int* total) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  int inclusive = v;
-#pragma unroll
-  for (int off = 1; off < 32; off <<= 1) {
-    const int t = __shfl_up_sync(0xffffffffu, inclusive, off);
-    if (lane >= off) inclusive += t;
-  }
+  const int inclusive = WarpInclusiveSum(v);
   __syncthreads();
   if (lane == 31) shared[warp] = inclusive;
   __syncthreads();
@@ -187,12 +182,7 @@ __device__ KeySelect SelectKeys(Key key, int n, int k, int* hist, int* shared) {
       int c[8], sum = 0;
 #pragma unroll
       for (int j = 0; j < 8; ++j) sum += c[j] = hist[255 - 8 * lane - j];
-      int inclusive = sum;
-#pragma unroll
-      for (int off = 1; off < 32; off <<= 1) {
-        const int t = __shfl_up_sync(0xffffffffu, inclusive, off);
-        if (lane >= off) inclusive += t;
-      }
+      const int inclusive = WarpInclusiveSum(sum);
       const unsigned crossing = __ballot_sync(0xffffffffu, inclusive >= remaining);
       if (crossing == 0) {
         if (lane == 31) shared[0] = -1, shared[1] = inclusive;  // fewer than `remaining` keys match
