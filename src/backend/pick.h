@@ -47,9 +47,14 @@ inline std::vector<int32_t> PickRows(std::span<const float> logits, int64_t rows
     const TokenDraw& d = draws[static_cast<size_t>(r)];
     if (d.greedy || ids[static_cast<size_t>(r)] < 0) continue;
     const std::span<const float> values = logits.subspan(static_cast<size_t>(r * cols), static_cast<size_t>(cols));
+    const float max = values[static_cast<size_t>(ids[static_cast<size_t>(r)])];
+    if (d.rule.top_k >= 1 && d.rule.top_k < sampleable) {
+      // Top-k within the sampleable ids: the draw over them alone is the draw over the row with the rest -inf.
+      ids[static_cast<size_t>(r)] = DrawToken(values.first(static_cast<size_t>(sampleable)), max, d.rule, d.u, scratch);
+      continue;
+    }
     row.assign(values.begin(), values.begin() + sampleable);
     row.resize(static_cast<size_t>(cols), -std::numeric_limits<float>::infinity());
-    const float max = values[static_cast<size_t>(ids[static_cast<size_t>(r)])];
     ids[static_cast<size_t>(r)] = DrawToken(row, max, d.rule, d.u, scratch);
   }
   return ids;
