@@ -117,7 +117,12 @@ __global__ void __launch_bounds__(kThreads)
   }
   if (warp == 0) {
     const float a = gc[2 * lane], pair = a + gc[2 * lane + 1];
-    const float s = WarpInclusiveSum(pair);
+    float s = pair;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+      const float y = __shfl_up_sync(0xffffffffu, s, o);
+      if (lane >= o) s += y;
+    }
     __syncwarp();
     gc[2 * lane] = s - pair + a;
     gc[2 * lane + 1] = s;
