@@ -385,8 +385,8 @@ void RegisterBenchCommand(CLI::App& app) {
   cmd->add_option("--depth,-d", o->depths,
                   "Context tokens before the timed decode steps, comma-separated (one row per batch size and "
                   "depth): every sequence is first prefilled with D tokens (not timed; the prompt test is "
-                  "unaffected), then decoded from position D + 4 after the warm-up steps (D + 12 with --greedy; "
-                  "llama-bench -d)")
+                  "unaffected), then decoded from position D + 4 after the warm-up steps (D + 12 with pipelined "
+                  "--greedy or --sample; llama-bench -d)")
       ->capture_default_str();
   cmd->add_option("--batch,-b", o->batches, "Generation batch sizes, comma-separated")->capture_default_str();
   cmd->add_option("--repetitions,-r", o->repetitions, "Timed prompt runs (median reported)")->capture_default_str();

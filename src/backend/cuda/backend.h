@@ -226,7 +226,7 @@ class CudaBackend final : public Backend {
   // and key bytes when it asked), and the last one that ran as one graph, which a pass of the same shape,
   // state and queued inputs may launch again (until the scratch arena is rearranged or graphs dropped).
   // Kept per staging buffer (the unit's uploads come from one of the two, whose addresses are part of its
-  // key): steps queued while the one before runs alternate between them (pipelined greedy decode).
+  // key): steps queued while the one before runs alternate between them (pipelined decode).
   struct ForwardUnit {
     int staging = 0;
     uint64_t shape = 0;
