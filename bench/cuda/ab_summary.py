@@ -2,8 +2,8 @@
 
 Reads the rounds ("== round N: SIDE": base, test, and the more1, more2, ... of ab_run.sh's AB_MORE) and in them the decode steps of `infernix bench` (GPU busy and
 step time per step, and tokens/s, for each model line (with its KV cache type where that is not the
-activations', so that runs differing only in --kv-cache-dtype stay apart, and "greedy" for bench
---greedy), test name and batch; with --depth the depth), the
+activations', so that runs differing only in --kv-cache-dtype stay apart, and "greedy", "sample" or
+"host-sample" for bench --greedy, --sample or --host-sample, with "sync" for --sync-picks), test name and batch; with --depth the depth), the
 chains and passes of gemv_bench (us) and trace_summary.py's table (the step span, and each kernel's cost
 per step, us). Prints, per row, each round's values and the ratio of the
 medians (test / base: below 1 is faster for times, above 1 for tokens/s). --test SIDE compares another side
@@ -60,10 +60,13 @@ def parse(lines, test="test"):
         if m := MODEL.match(line):
             # The KV cache's type where it is not the activations' (runs that differ only in it are apart).
             kv = f" kv {m.group(4)}" if m.group(4) and m.group(4) not in ("bf16", "f32", "f16") else ""
-            # bench --greedy: only the picks come back; --sync-greedy: without queuing the next step first
-            greedy = (" greedy sync" if "; greedy picks, each step queued after" in line else
-                      " greedy" if "; greedy picks" in line else "")
-            model, gemv = f"{m.group(1)} {m.group(2)}L {m.group(3)}{kv}{greedy}", ""
+            # How the steps use their logits (bench's header: --greedy, --sample, --host-sample), and " sync"
+            # for --sync-picks (each step queued after the picks before it are read)
+            picks = (" greedy" if "; greedy picks" in line else " sample" if "; draws (" in line else
+                     " host-sample" if "; the logits read back and sampled" in line else "")
+            if picks and "each step queued after" in line:
+                picks += " sync"
+            model, gemv = f"{m.group(1)} {m.group(2)}L {m.group(3)}{kv}{picks}", ""
         elif m := GEMV_HEAD.match(line):
             gemv, model = f"gemv {m.group(2)} x{m.group(1)}", ""
         elif m := PREFILLED.match(line):

@@ -53,7 +53,9 @@ struct BenchOptions {
   bool picks() const { return greedy || sample; }
 };
 
-// --sample and --host-sample: Qwen3's recommended settings (its generation_config.json).
+// --sample and --host-sample: Qwen3's recommended settings (its generation_config.json), described as
+// kBenchSamplingName.
+constexpr const char* kBenchSamplingName = "T 0.6, top-k 20, top-p 0.95";
 SamplingParams BenchSampling(int s) {
   SamplingParams p;
   p.temperature = 0.6;
@@ -76,10 +78,10 @@ ModelConfig FirstLayers(ModelConfig c, int n) {
 
 // How the decode steps use their logits, for the header line.
 std::string PicksName(const BenchOptions& o) {
-  if (o.host_sample) return "; the logits read back and sampled (T 0.6, top-k 20, top-p 0.95) on the host";
+  if (o.host_sample) return fmt::format("; the logits read back and sampled ({}) on the host", kBenchSamplingName);
   if (!o.picks()) return "";
   return fmt::format("; {} on the backend, each step queued {} the picks before it are read",
-                     o.greedy ? "greedy picks" : "draws (T 0.6, top-k 20, top-p 0.95)",
+                     o.greedy ? "greedy picks" : fmt::format("draws ({})", kBenchSamplingName),
                      o.sync_picks ? "after" : "before");
 }
 
@@ -204,8 +206,11 @@ void Run(const BenchOptions& o) {
   std::vector<Row> rows;
   const int64_t vocab = c.vocab_size;
   // --host-sample: as the engine's sampling pool (up to one thread per sequence).
-  ThreadPool sampling_pool(std::min<size_t>(std::max<size_t>(1, std::thread::hardware_concurrency()),
-                                            static_cast<size_t>(*std::max_element(batches.begin(), batches.end()))));
+  std::unique_ptr<ThreadPool> sampling_pool;
+  if (o.host_sample)
+    sampling_pool = std::make_unique<ThreadPool>(
+        std::min<size_t>(std::max<size_t>(1, std::thread::hardware_concurrency()),
+                         static_cast<size_t>(*std::max_element(batches.begin(), batches.end()))));
   // Prompt processing.
   {
     ModelCounts mc = Count(c, c.num_experts_per_tok, o.kv_cache_type);
@@ -265,8 +270,9 @@ void Run(const BenchOptions& o) {
       // at once on up to one thread per sequence, as the engine does.
       std::vector<int32_t> same_rows(static_cast<size_t>(b));  // sequence s continues row s
       for (int s = 0; s < b; ++s) same_rows[static_cast<size_t>(s)] = s;
-      std::vector<Sampler> samplers;
-      for (int s = 0; s < b; ++s) samplers.emplace_back(BenchSampling(s), vocab, std::span<const int32_t>{});
+      std::vector<Sampler> samplers;  // --sample and --host-sample: one per sequence
+      for (int s = 0; s < b && (o.sample || o.host_sample); ++s)
+        samplers.emplace_back(BenchSampling(s), vocab, std::span<const int32_t>{});
       std::vector<TokenDraw> draws(static_cast<size_t>(o.sample ? b : 0));
       auto steps = [&](int64_t first, int64_t end) {
         bool queued = false;  // a step whose picks have not been taken
@@ -281,7 +287,7 @@ void Run(const BenchOptions& o) {
           if (!o.picks()) {
             std::span<float> logits = model->Forward(batch, *state);  // in the backend's readback buffer
             if (o.host_sample)
-              sampling_pool.ParallelFor(static_cast<size_t>(b), 1, [&](size_t begin, size_t end) {
+              sampling_pool->ParallelFor(static_cast<size_t>(b), 1, [&](size_t begin, size_t end) {
                 for (size_t s = begin; s < end; ++s)
                   samplers[s].Sample(logits.subspan(s * static_cast<size_t>(vocab), static_cast<size_t>(vocab)));
               });

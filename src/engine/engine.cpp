@@ -344,20 +344,23 @@ bool Engine::QueueContinuation(const PickStep& step) {
     feed.push_back(row->second);
     picking.push_back(s.request_id);
   }
-  const ForwardBatch batch = BuildBatch(next);  // its decode tokens are fed from the picks on the backend
-  const int64_t sampleable = active_.at(picking.front())->sampler.sampleable();
+  in_flight_ = QueuePickStep(std::move(next), std::move(picking), feed, Clock::now());
+  return true;
+}
+
+std::optional<Engine::PickStep> Engine::QueuePickStep(StepPlan plan, std::vector<uint64_t> picking,
+                                                      std::span<const int32_t> feed, Clock::time_point started) {
+  const ForwardBatch batch = BuildBatch(plan);  // with a feed, its decode tokens are fed from the picks before
   std::vector<TokenDraw> draws;  // each request's next draw (a sampled one's uniform is taken from its RNG now)
   for (uint64_t id : picking) draws.push_back(active_.at(id)->sampler.NextDraw());
-  const auto started = Clock::now();
   try {
-    model_.QueuePick(batch, *state_, sampleable, draws, feed);
+    model_.QueuePick(batch, *state_, active_.at(picking.front())->sampler.sampleable(), draws, feed);
   } catch (const std::exception& e) {
-    FailPlan(next, e);
-    return true;
+    FailPlan(plan, e);
+    return std::nullopt;
   }
-  ApplyPlan(next);
-  in_flight_ = PickStep{std::move(next), std::move(picking), started};
-  return true;
+  ApplyPlan(plan);
+  return PickStep{std::move(plan), std::move(picking), started};
 }
 
 void Engine::FinishPickStep(const PickStep& step, bool logits_valid) {
@@ -415,32 +418,26 @@ void Engine::Step() {
   StepPlan plan = scheduler_.Plan();
   if (plan.empty()) return;
   auto started = Clock::now();
-  const ForwardBatch batch = BuildBatch(plan);
   std::vector<Active*> picking;
-  for (const ScheduledSeq& s : plan.seqs)
-    if (s.wants_logits) picking.push_back(active_.at(s.request_id).get());
+  std::vector<uint64_t> picking_ids;
+  for (const ScheduledSeq& s : plan.seqs) {
+    if (!s.wants_logits) continue;
+    picking.push_back(active_.at(s.request_id).get());
+    picking_ids.push_back(s.request_id);
+  }
   const bool on_backend =
       options_.backend_picks && !picking.empty() &&
       std::all_of(picking.begin(), picking.end(), [](const Active* a) { return PicksOnBackend(*a); });
   if (on_backend) {
-    std::vector<TokenDraw> draws;
-    for (Active* a : picking) draws.push_back(a->sampler.NextDraw());
-    try {
-      model_.QueuePick(batch, *state_, picking.front()->sampler.sampleable(), draws);
-    } catch (const std::exception& e) {
-      FailPlan(plan, e);
-      return;
-    }
-    ApplyPlan(plan);
-    PickStep step{std::move(plan), {}, started};
-    for (const Active* a : picking) step.picking.push_back(a->handle->id());
-    if (options_.pipeline_picks) {
+    std::optional<PickStep> step = QueuePickStep(std::move(plan), std::move(picking_ids), {}, started);
+    if (step && options_.pipeline_picks) {
       in_flight_ = std::move(step);  // taken by the next step, after it queues the one that continues it
-    } else {
-      FinishPickStep(step, /*logits_valid=*/true);
+    } else if (step) {
+      FinishPickStep(*step, /*logits_valid=*/true);
     }
     return;
   }
+  const ForwardBatch batch = BuildBatch(plan);
   std::span<float> logits;  // the backend's, valid until the next forward pass
   try {
     logits = model_.Forward(batch, *state_);

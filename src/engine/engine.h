@@ -113,6 +113,11 @@ class Engine {
   // Queues the next step fed from `step`'s picks if it only continues requests of `step`; whether it
   // queued (or tried to: a failed pass fails its requests) a forward pass.
   bool QueueContinuation(const PickStep& step);
+  // Queues `plan`'s pass with the picks of its picking requests (`picking`, in row order; each one's next
+  // draw taken now: Sampler::NextDraw), its tokens fed from the picks before where `feed` is given, and
+  // commits the plan; nullopt when the pass failed (its requests failed with it).
+  std::optional<PickStep> QueuePickStep(StepPlan plan, std::vector<uint64_t> picking, std::span<const int32_t> feed,
+                                        Clock::time_point started);
   // Takes `step`'s picks and publishes them. logits_valid: no pass was queued after it, so a row the
   // backend could not pick can still be read back and sampled.
   void FinishPickStep(const PickStep& step, bool logits_valid);

@@ -104,15 +104,18 @@ Sampler::Sampler(SamplingParams params, int64_t vocab_size, std::span<const int3
   }
 }
 
-bool Sampler::PlainGreedy() const {
-  return greedy_ && params_.repetition_penalty == 1.0 && params_.presence_penalty == 0.0 &&
-         params_.frequency_penalty == 0.0 && params_.logit_bias.empty() && !params_.logprobs;
+bool Sampler::TakesTheRawLogits() const {
+  return params_.repetition_penalty == 1.0 && params_.presence_penalty == 0.0 && params_.frequency_penalty == 0.0 &&
+         params_.logit_bias.empty() && !params_.logprobs;
 }
 
+bool Sampler::PlainGreedy() const { return greedy_ && TakesTheRawLogits(); }
+
 bool Sampler::PlainDraw() const {
-  const bool plain = params_.repetition_penalty == 1.0 && params_.presence_penalty == 0.0 &&
-                     params_.frequency_penalty == 0.0 && params_.logit_bias.empty() && !params_.logprobs;
-  return plain && (greedy_ || (Rule().top_k >= 1 && Rule().top_k <= kMaxPickTopK));
+  if (!TakesTheRawLogits()) return false;
+  if (greedy_) return true;
+  const int64_t top_k = Rule().top_k;
+  return top_k >= 1 && top_k <= kMaxPickTopK;
 }
 
 TokenDraw Sampler::NextDraw() {

@@ -112,6 +112,9 @@ class Sampler {
  private:
   int32_t SampleStochastic(std::span<const float> logits, float max_logit);
   DrawRule Rule() const;
+  // No penalties, logit_bias or logprobs: Sample changes nothing in the logits (given no allowed mask) and
+  // asks nothing of them but the token.
+  bool TakesTheRawLogits() const;
   void ApplyProcessing(std::span<float> logits, std::span<const uint32_t> allowed_mask) const;
 
   SamplingParams params_;
