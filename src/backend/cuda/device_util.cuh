@@ -90,6 +90,19 @@ __device__ __forceinline__ float WarpSum(float v) {
   return v;
 }
 
+// Inclusive prefix sum over the warp's lanes in lane order (lane l gets v of lanes 0..l, added from the
+// nearest lanes out: the same order on every call).
+template <typename T>
+__device__ __forceinline__ T WarpInclusiveSum(T v) {
+  const int lane = threadIdx.x & 31;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const T y = __shfl_up_sync(0xffffffffu, v, o);
+    if (lane >= o) v += y;
+  }
+  return v;
+}
+
 __device__ __forceinline__ float WarpMax(float v) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));

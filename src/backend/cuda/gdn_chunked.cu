@@ -117,12 +117,7 @@ __global__ void __launch_bounds__(kThreads)
   }
   if (warp == 0) {
     const float a = gc[2 * lane], pair = a + gc[2 * lane + 1];
-    float s = pair;
-#pragma unroll
-    for (int o = 1; o < 32; o <<= 1) {
-      const float y = __shfl_up_sync(0xffffffffu, s, o);
-      if (lane >= o) s += y;
-    }
+    const float s = WarpInclusiveSum(pair);
     __syncwarp();
     gc[2 * lane] = s - pair + a;
     gc[2 * lane + 1] = s;

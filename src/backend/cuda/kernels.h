@@ -510,7 +510,7 @@ struct DrawRow {
 static_assert(sizeof(DrawRow) == 32, "uploaded as packed rows");
 constexpr int kDrawSplits = 64;
 constexpr int kDrawMaxTopK = 64;
-constexpr int64_t kDrawPartWords = 2 + 2 * kDrawMaxTopK;                  // a count, a word of padding, the pairs
+constexpr int64_t kDrawPartWords = 2 + 2 * kDrawMaxTopK;                  // a count, the best key, the pairs
 constexpr int64_t kDrawMaxSampleable = int64_t{kDrawSplits} * 48 * 1024;  // a part's keys in 192 KB of shared memory
 constexpr size_t kDrawMaxSharedBytes = 48 * 1024 * sizeof(uint32_t);
 void LaunchDrawRows(cudaStream_t s, const float* logits, int64_t rows, int64_t cols, int64_t sampleable,

@@ -136,12 +136,7 @@ __device__ __forceinline__ float KeyValue(uint32_t key) {
 // calls it. shared: kThreads / 32 + 1 ints.
 __device__ __forceinline__ int BlockExclusiveScan(int v, int* shared, int* total) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  int inclusive = v;
-#pragma unroll
-  for (int off = 1; off < 32; off <<= 1) {
-    const int t = __shfl_up_sync(0xffffffffu, inclusive, off);
-    if (lane >= off) inclusive += t;
-  }
+  const int inclusive = WarpInclusiveSum(v);
   __syncthreads();
   if (lane == 31) shared[warp] = inclusive;
   __syncthreads();
@@ -187,12 +182,7 @@ __device__ KeySelect SelectKeys(Key key, int n, int k, int* hist, int* shared) {
       int c[8], sum = 0;
 #pragma unroll
       for (int j = 0; j < 8; ++j) sum += c[j] = hist[255 - 8 * lane - j];
-      int inclusive = sum;
-#pragma unroll
-      for (int off = 1; off < 32; off <<= 1) {
-        const int t = __shfl_up_sync(0xffffffffu, inclusive, off);
-        if (lane >= off) inclusive += t;
-      }
+      const int inclusive = WarpInclusiveSum(sum);
       const unsigned crossing = __ballot_sync(0xffffffffu, inclusive >= remaining);
       if (crossing == 0) {
         if (lane == 31) shared[0] = -1, shared[1] = inclusive;  // fewer than `remaining` keys match
@@ -322,9 +312,10 @@ __device__ int32_t DrawFromCandidates(const float* logit, const int32_t* id, con
 
 // Block (row, part) of a draw: its top_k best candidates (higher logit first, ties to the lower index) among
 // the part's share of the row's first `sampleable` values, into its part of `parts` (a count, or -1 where a
-// value is NaN or +inf; a word of padding; then (key, index) pairs). The last block of the row to arrive
-// takes the row's top_k best from the parts and draws (DrawFromCandidates) into ids[row], or -1 (NaN or
-// +inf, or only -inf).
+// value is NaN or +inf; its best key; then (key, index) pairs). The last block of the row to arrive
+// takes the row's top_k best from the parts (those at or above the k-th largest of the parts' best keys;
+// ranked directly where they are few, else by a radix select) and draws (DrawFromCandidates) into ids[row],
+// or -1 (NaN or +inf, or only -inf).
 // Dynamic shared memory: DrawSharedBytes(the part's length), the part's keys, and then the row's candidates.
 __global__ void __launch_bounds__(kThreads)
     DrawKernel(const float* logits, int64_t cols, int64_t sampleable, const DrawRow* draws, int32_t* parts,
@@ -351,12 +342,19 @@ __global__ void __launch_bounds__(kThreads)
   int32_t* out = parts + (static_cast<int64_t>(row) * kDrawSplits + part) * kDrawPartWords;
 
   bool bad = false;
+  uint32_t best_key = 0;
   for (int i = threadIdx.x; i < n; i += kThreads) {
     const float v = __ldg(l + begin + i);
     bad |= isnan(v) || v == INFINITY;
     slice[i] = OrderedKey(v);
+    best_key = max(best_key, slice[i]);
   }
+  if (threadIdx.x == 0) picked[0] = 0;
+  __syncthreads();
+  best_key = __reduce_max_sync(0xffffffffu, best_key);
+  if ((threadIdx.x & 31) == 0) atomicMax(reinterpret_cast<unsigned*>(&picked[0]), best_key);
   bad = __syncthreads_or(bad) != 0;
+  if (threadIdx.x == 0) out[1] = picked[0];
   if (!bad) {
     const KeySelect sel = SelectKeys([&](int i) { return slice[i]; }, n, k, hist, picked);
     // Each thread's contiguous run of the part, in index order: the keys above the threshold, then the
@@ -393,51 +391,82 @@ __global__ void __launch_bounds__(kThreads)
   __threadfence();  // this block's writes before its arrival, for the block that combines
   if (!LastBlockToArrive(counters + row, kDrawSplits)) return;
 
-  // The row's candidates: each part's count, then its pairs (other blocks' writes: through L2).
+  // The row's candidates (other blocks' writes: through L2). The k-th largest of the parts' best keys bounds
+  // the row's k-th key from below (k parts hold a key at or above it), so only the candidates at or above it
+  // are gathered (in no order: they are ranked below).
   uint32_t* keys = slice;
   auto* index = reinterpret_cast<int32_t*>(slice + kDrawSplits * kDrawMaxTopK);
+  __shared__ int part_count[kDrawSplits];
+  __shared__ uint32_t part_best[kDrawSplits];
+  __shared__ uint32_t bound;
+  __shared__ int gathered;
   const int32_t* row_parts = parts + static_cast<int64_t>(row) * kDrawSplits * kDrawPartWords;
-  const int m = kDrawSplits * k;
+  const int t = static_cast<int>(threadIdx.x);
   bool any_bad = false;
-  for (int j = threadIdx.x; j < m; j += kThreads) {
-    const int32_t* p = row_parts + (j / k) * kDrawPartWords;
-    const int e = j % k;
-    const int32_t count = __ldcg(p);
-    const int2 pair = __ldcg(reinterpret_cast<const int2*>(p + 2) + e);  // unwritten past the count: not used
-    any_bad |= count < 0;
-    const bool filled = e < count;
-    keys[j] = filled ? static_cast<uint32_t>(pair.x) : 0u;
-    index[j] = filled ? pair.y : INT32_MAX;
+  if (t < kDrawSplits) {
+    part_count[t] = __ldcg(row_parts + t * kDrawPartWords);
+    part_best[t] = static_cast<uint32_t>(__ldcg(row_parts + t * kDrawPartWords + 1));
+    any_bad = part_count[t] < 0;
   }
+  if (t == 0) bound = 0, gathered = 0;
   if (__syncthreads_or(any_bad) != 0) {
-    if (threadIdx.x == 0) ids[row] = -1;
+    if (t == 0) ids[row] = -1;
     return;
   }
-  const KeySelect sel = SelectKeys([&](int i) { return keys[i]; }, m, k, hist, picked);
-  // The winners: the keys above the threshold, and of the keys equal to it the `equal` of lowest index (all
-  // of them unless more tie).
-  const bool ties = sel.threshold != 0, rank_ties = ties && sel.ties > sel.equal;
-  int count = 0;
-  for (int base = 0; base < m; base += kThreads) {
-    const int i = base + static_cast<int>(threadIdx.x);
-    bool win = false;
-    if (i < m) {
-      const uint32_t kk = keys[i];
-      if (kk > sel.threshold) {
-        win = true;
-      } else if (ties && kk == sel.threshold) {
-        int rank = 0;
-        for (int j = 0; rank_ties && j < m; ++j) rank += keys[j] == kk && index[j] < index[i];
-        win = rank < sel.equal;
+  if (t < kDrawSplits) {  // the part whose best key is the k-th largest of them (ties: by part) sets the bound
+    int above = 0;
+    for (int o = 0; o < kDrawSplits; ++o)
+      above += part_best[o] > part_best[t] || (part_best[o] == part_best[t] && o < t);
+    if (above == k - 1) bound = part_best[t];
+  }
+  __syncthreads();
+  const int m = kDrawSplits * k;
+  for (int j = t; j < m; j += kThreads) {
+    const int p = j / k, e = j % k;
+    if (e >= part_count[p]) continue;
+    const int2 pair = __ldcg(reinterpret_cast<const int2*>(row_parts + p * kDrawPartWords + 2) + e);
+    if (static_cast<uint32_t>(pair.x) < bound) continue;
+    const int at = atomicAdd(&gathered, 1);
+    keys[at] = static_cast<uint32_t>(pair.x);
+    index[at] = pair.y;
+  }
+  __syncthreads();
+  const int c = gathered;
+  int count = 0;  // the winners: the row's top_k (fewer where it has fewer finite values)
+  if (c <= kThreads) {  // few: each ranks itself among them
+    if (t < c) {
+      int better = 0;
+      for (int o = 0; o < c; ++o) better += keys[o] > keys[t] || (keys[o] == keys[t] && index[o] < index[t]);
+      if (better < k) {
+        win_key[better] = keys[t];
+        win_index[better] = index[t];
       }
     }
-    int total = 0;
-    const int at = count + BlockExclusiveScan(win ? 1 : 0, scan, &total);
-    if (win) {
-      win_key[at] = keys[i];
-      win_index[at] = index[i];
+    count = min(c, k);
+  } else {  // many (ties): a radix select, then the tied keys of lowest index
+    const KeySelect sel = SelectKeys([&](int i) { return keys[i]; }, c, k, hist, picked);
+    const bool ties = sel.threshold != 0, rank_ties = ties && sel.ties > sel.equal;
+    for (int base = 0; base < c; base += kThreads) {
+      const int i = base + t;
+      bool win = false;
+      if (i < c) {
+        const uint32_t kk = keys[i];
+        if (kk > sel.threshold) {
+          win = true;
+        } else if (ties && kk == sel.threshold) {
+          int rank = 0;
+          for (int j = 0; rank_ties && j < c; ++j) rank += keys[j] == kk && index[j] < index[i];
+          win = rank < sel.equal;
+        }
+      }
+      int total = 0;
+      const int at = count + BlockExclusiveScan(win ? 1 : 0, scan, &total);
+      if (win) {
+        win_key[at] = keys[i];
+        win_index[at] = index[i];
+      }
+      count += total;
     }
-    count += total;
   }
   __syncthreads();
   // Each winner's place best first and in id order.
@@ -471,7 +500,6 @@ __global__ void __launch_bounds__(kThreads)
   __syncthreads();
   // The distinct buckets highest first with their masses: each bucket's mass (in id order) by its first
   // candidate, placed after the buckets above it.
-  const int t = static_cast<int>(threadIdx.x);
   if (t < count) {
     double mass = 0;
     bool first = true;
