@@ -366,7 +366,7 @@ int32_t DrawToken(std::span<const float> logits, float max_logit, const DrawRule
   }
 
   KeepRule keep;
-  if (min_p_on) keep.min_weight = static_cast<float>(rule.min_p * (1 - kBoundaryTolerance));
+  keep.min_weight = MinWeight(rule);
   if (top_p_on) {
     if (std::optional<Candidate> boundary = NucleusBoundary(cands, top_p_target(), scratch.histogram, scratch.work)) {
       keep.bound_logit = boundary->logit;

@@ -36,6 +36,12 @@ struct TokenDraw {
   double u = 0;
 };
 
+// The least weight (exp((logit - max) / temperature), the best token's 1) min-p keeps: min_p within the
+// boundary tolerance, 0 without min-p. The CUDA draw kernel takes it as computed here.
+inline float MinWeight(const DrawRule& rule) {
+  return rule.min_p > 0 ? static_cast<float>(rule.min_p * (1 - kDrawBoundaryTolerance)) : 0.0f;
+}
+
 namespace draw_detail {
 struct Candidate {
   float logit;  // processed logit

@@ -51,7 +51,7 @@ class CudaBackend final : public Backend {
   void CopyToBackend(const void* host, Tensor dst) override;
   void CopyToHost(const Tensor& src, void* host) override;
   std::span<float> ReadToHost(const Tensor& src) override;
-  // The picks on the device (GreedyRows, or DrawRows with the draws staged) and only the ids read back. A
+  // The picks on the device (PickRowsOnDevice: greedy, or with the draws staged) and only the ids read back. A
   // decode step recorded with its pick holds the pick's kernel in its unit; after a replay of it the ids are
   // read from where it wrote them. StageDraws uploads the draws with the pass's inputs (the replayed kernel
   // reads them where the recorded one did).
@@ -101,9 +101,9 @@ class CudaBackend final : public Backend {
   // -inf); values f32 / ids i32 [rows, k] in descending order (ties to the lower index), k <= 256; out f32
   // [rows].
   void GreedyRows(const Tensor& logits, int64_t sampleable, Tensor ids);
-  // Draws over the first `sampleable` columns into ids i32 [rows] (pick.h's PickRows), with rows packed draws
-  // (cuda::DrawRow) in device memory.
-  void DrawRows(const Tensor& logits, int64_t sampleable, const cuda::DrawRow* draws, Tensor ids);
+  // Greedy picks (draws null) or draws (pick.h's PickRows, with rows packed draws, cuda::DrawRow, in device
+  // memory) over the first `sampleable` columns into ids i32 [rows], in launches of kGreedyMaxRows rows.
+  void PickRowsOnDevice(const Tensor& logits, int64_t sampleable, const cuda::DrawRow* draws, Tensor ids);
   void TopKRows(const Tensor& logits, int k, Tensor values, Tensor ids);
   void LogSumExpRows(const Tensor& logits, Tensor out);
 

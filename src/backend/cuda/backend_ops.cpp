@@ -752,27 +752,26 @@ void CudaBackend::MoeExpertsWithShared(const Tensor& x, const Tensor& weights, c
 }
 
 void CudaBackend::GreedyRows(const Tensor& logits, int64_t sampleable, Tensor ids) {
-  INFX_CHECK(logits.dtype == DType::kF32 && ids.dtype == DType::kI32 && ids.numel() == logits.rows());
-  INFX_CHECK(sampleable >= 1 && sampleable <= logits.cols());
-  const int64_t rows = logits.rows(), cols = logits.cols();
-  for (int64_t r0 = 0; r0 < rows; r0 += cuda::kGreedyMaxRows) {  // the counters serve one launch at a time
-    const int64_t n = std::min(cuda::kGreedyMaxRows, rows - r0);
-    Tensor parts = Scratch(DType::kI32, {n * cuda::kGreedySplits * 3});  // cuda::GreedyPart: 3 words
-    Enqueue(cuda::LaunchGreedyRows, logits.as<const float>() + r0 * cols, n, cols, sampleable,
-            reinterpret_cast<cuda::GreedyPart*>(parts.as<int32_t>()), static_cast<int32_t*>(greedy_counter_.data()),
-            ids.as<int32_t>() + r0);
-  }
+  PickRowsOnDevice(logits, sampleable, nullptr, ids);
 }
 
-void CudaBackend::DrawRows(const Tensor& logits, int64_t sampleable, const cuda::DrawRow* draws, Tensor ids) {
+void CudaBackend::PickRowsOnDevice(const Tensor& logits, int64_t sampleable, const cuda::DrawRow* draws, Tensor ids) {
   INFX_CHECK(logits.dtype == DType::kF32 && ids.dtype == DType::kI32 && ids.numel() == logits.rows());
   INFX_CHECK(sampleable >= 1 && sampleable <= logits.cols());
   const int64_t rows = logits.rows(), cols = logits.cols();
+  auto* counters = static_cast<int32_t*>(greedy_counter_.data());
   for (int64_t r0 = 0; r0 < rows; r0 += cuda::kGreedyMaxRows) {  // the counters serve one launch at a time
     const int64_t n = std::min(cuda::kGreedyMaxRows, rows - r0);
-    Tensor parts = Scratch(DType::kI32, {n * cuda::kDrawSplits * cuda::kDrawPartWords});
-    Enqueue(cuda::LaunchDrawRows, logits.as<const float>() + r0 * cols, n, cols, sampleable, draws + r0,
-            parts.as<int32_t>(), static_cast<int32_t*>(greedy_counter_.data()), ids.as<int32_t>() + r0);
+    const float* l = logits.as<const float>() + r0 * cols;
+    if (draws == nullptr) {
+      Tensor parts = Scratch(DType::kI32, {n * cuda::kGreedySplits * 3});  // cuda::GreedyPart: 3 words
+      Enqueue(cuda::LaunchGreedyRows, l, n, cols, sampleable, reinterpret_cast<cuda::GreedyPart*>(parts.as<int32_t>()),
+              counters, ids.as<int32_t>() + r0);
+    } else {
+      Tensor parts = Scratch(DType::kI32, {n * cuda::kDrawSplits * cuda::kDrawPartWords});
+      Enqueue(cuda::LaunchDrawRows, l, n, cols, sampleable, draws + r0, parts.as<int32_t>(), counters,
+              ids.as<int32_t>() + r0);
+    }
   }
 }
 
@@ -794,7 +793,7 @@ void CudaBackend::StageDraws(std::span<const TokenDraw> draws) {
                    d.rule.top_k);
     p.top_k = static_cast<int32_t>(d.rule.top_k);
     p.inv_temp = d.rule.inv_temp;
-    p.min_weight = d.rule.min_p > 0 ? static_cast<float>(d.rule.min_p * (1 - kDrawBoundaryTolerance)) : 0.0f;
+    p.min_weight = MinWeight(d.rule);
     p.top_p = d.rule.top_p;
     p.u = d.u;
   }
@@ -825,11 +824,7 @@ void CudaBackend::QueuePick(const Tensor& logits, int64_t sampleable, std::span<
     const bool recording = queuing_forward_.has_value();
     const int staging = recording ? queuing_forward_->staging : 0;
     Tensor ids = Scratch(DType::kI32, {rows});
-    if (drawn) {
-      DrawRows(logits, sampleable, staged, ids);
-    } else {
-      GreedyRows(logits, sampleable, ids);
-    }
+    PickRowsOnDevice(logits, sampleable, drawn ? staged : nullptr, ids);
     Enqueue(cuda::LaunchMemcpy, pick_feed_.data(), static_cast<const void*>(ids.data), bytes);
     Submit();
     EndForward();  // last_forward_[staging] is now this pass's unit, or none
