@@ -207,73 +207,59 @@ float KeptBlockSum(const CandidateSet& set, size_t begin, size_t n, const KeepRu
   return LaneSum(acc);
 }
 
-// Inverse CDF at u over the kept candidates, in ascending id order: block sums to find the block,
-// then a walk inside it.
-int32_t DrawFromSet(const CandidateSet& set, const KeepRule& rule, double u) {
-  const size_t n = (set.size + 3) & ~size_t{3};
-  double mass = 0;
-  for (size_t b = 0; b < n; b += kBlock) mass += KeptBlockSum(set, b, std::min<size_t>(kBlock, n - b), rule, nullptr);
-  const double target = u * mass;
+// Inverse CDF over n entries in order: the first whose running weight passes target, found by block sums
+// (f32 lanes in a block, the blocks in f64) and then a walk inside the block. weights(b, len, out) stores the
+// weights of entries [b, b + len) in out and returns their f32 sum; id(i) is entry i's token.
+template <typename Weights, typename Id>
+int32_t InverseCdf(int64_t n, double target, Weights weights, Id id) {
   double cum = 0;
-  size_t last_block = n;  // the last block with a kept candidate, for when rounding leaves target unreached
-  float kept[kBlock];
-  for (size_t b = 0; b < n; b += kBlock) {
-    const size_t len = std::min<size_t>(kBlock, n - b);
-    const float block = KeptBlockSum(set, b, len, rule, kept);
+  int64_t last_block = n;  // the last block with a weight, for when rounding leaves target unreached
+  float w[kBlock];
+  for (int64_t b = 0; b < n; b += kBlock) {
+    const int64_t len = std::min(kBlock, n - b);
+    const float block = weights(b, len, w);
     if (block > 0) last_block = b;
     if (cum + block <= target) {
       cum += block;
       continue;
     }
     int32_t last = -1;
-    for (size_t j = 0; j < len; ++j) {
-      if (kept[j] <= 0) continue;
-      last = set.id[b + j];
-      cum += kept[j];
+    for (int64_t j = 0; j < len; ++j) {
+      if (w[j] <= 0) continue;
+      last = id(b + j);
+      cum += w[j];
       if (cum > target) break;
     }
-    return last;  // the block's f32 sum may overshoot its f64 walk by rounding: then its last kept one
+    return last;  // the block's f32 sum may overshoot its f64 walk by rounding: then its last weighted entry
   }
   INFX_CHECK(last_block < n);  // the most likely token has weight 1 and passes every filter
-  const size_t len = std::min<size_t>(kBlock, n - last_block);
-  KeptBlockSum(set, last_block, len, rule, kept);
-  for (size_t j = len; j-- > 0;)
-    if (kept[j] > 0) return set.id[last_block + j];
+  const int64_t len = std::min(kBlock, n - last_block);
+  weights(last_block, len, w);
+  for (int64_t j = len; j-- > 0;)
+    if (w[j] > 0) return id(last_block + j);
   INFX_CHECK(false);
   return -1;
 }
 
+// Inverse CDF at u over the kept candidates, in ascending id order.
+int32_t DrawFromSet(const CandidateSet& set, const KeepRule& rule, double u) {
+  const size_t n = (set.size + 3) & ~size_t{3};
+  double mass = 0;
+  for (size_t b = 0; b < n; b += kBlock) mass += KeptBlockSum(set, b, std::min<size_t>(kBlock, n - b), rule, nullptr);
+  return InverseCdf(
+      static_cast<int64_t>(n), u * mass,
+      [&](int64_t b, int64_t len, float* out) {
+        return KeptBlockSum(set, static_cast<size_t>(b), static_cast<size_t>(len), rule, out);
+      },
+      [&](int64_t i) { return set.id[static_cast<size_t>(i)]; });
+}
+
 // Inverse CDF at u over every token (no filters), the weights computed block by block as in ExpSum.
 int32_t DrawFromAll(std::span<const float> logits, float max_logit, float inv_temp, double u) {
-  const int64_t n = static_cast<int64_t>(logits.size());
-  const double target = u * ExpSum(logits, max_logit, inv_temp);
-  double cum = 0;
-  int64_t last_block = n;
-  float weights[kBlock];
-  for (int64_t b = 0; b < n; b += kBlock) {
-    const int64_t len = std::min(kBlock, n - b);
-    const float block = BlockExpSum(logits.data() + b, len, max_logit, inv_temp, weights);
-    if (block > 0) last_block = b;
-    if (cum + block <= target) {
-      cum += block;
-      continue;
-    }
-    int64_t last = -1;
-    for (int64_t j = 0; j < len; ++j) {
-      if (weights[j] <= 0) continue;
-      last = b + j;
-      cum += weights[j];
-      if (cum > target) break;
-    }
-    return static_cast<int32_t>(last);
-  }
-  INFX_CHECK(last_block < n);
-  const int64_t len = std::min(kBlock, n - last_block);
-  BlockExpSum(logits.data() + last_block, len, max_logit, inv_temp, weights);
-  for (int64_t j = len; j-- > 0;)
-    if (weights[j] > 0) return static_cast<int32_t>(last_block + j);
-  INFX_CHECK(false);
-  return -1;
+  return InverseCdf(
+      static_cast<int64_t>(logits.size()), u * ExpSum(logits, max_logit, inv_temp),
+      [&](int64_t b, int64_t len, float* out) { return BlockExpSum(logits.data() + b, len, max_logit, inv_temp, out); },
+      [](int64_t i) { return static_cast<int32_t>(i); });
 }
 
 }  // namespace
