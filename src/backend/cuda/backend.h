@@ -96,13 +96,11 @@ class CudaBackend final : public Backend {
   void GatherRows(const Tensor& x, const std::vector<int32_t>& rows, Tensor out) override;
 
   // ---- CUDA only ----
-  // Sampling-side reductions over f32 logits [rows, vocab]: greedy picks over the first `sampleable`
-  // columns into ids i32 [rows] (pick.h's PickGreedyRows: -1 for a row with NaN or +inf there, or only
-  // -inf); values f32 / ids i32 [rows, k] in descending order (ties to the lower index), k <= 256; out f32
-  // [rows].
-  void GreedyRows(const Tensor& logits, int64_t sampleable, Tensor ids);
-  // Greedy picks (draws null) or draws (pick.h's PickRows, with rows packed draws, cuda::DrawRow, in device
-  // memory) over the first `sampleable` columns into ids i32 [rows], in launches of kGreedyMaxRows rows.
+  // Sampling-side reductions over f32 logits [rows, vocab]: greedy picks (draws null: pick.h's
+  // PickGreedyRows, -1 for a row with NaN or +inf among its first `sampleable` values, or only -inf) or draws
+  // (pick.h's PickRows, with rows packed draws, cuda::DrawRow, in device memory) over the first `sampleable`
+  // columns into ids i32 [rows], in launches of kGreedyMaxRows rows; values f32 / ids i32 [rows, k] in
+  // descending order (ties to the lower index), k <= 256; out f32 [rows].
   void PickRowsOnDevice(const Tensor& logits, int64_t sampleable, const cuda::DrawRow* draws, Tensor ids);
   void TopKRows(const Tensor& logits, int k, Tensor values, Tensor ids);
   void LogSumExpRows(const Tensor& logits, Tensor out);

@@ -751,10 +751,6 @@ void CudaBackend::MoeExpertsWithShared(const Tensor& x, const Tensor& weights, c
   Backend::MoeExpertsWithShared(x, weights, ids, experts, shared, out);
 }
 
-void CudaBackend::GreedyRows(const Tensor& logits, int64_t sampleable, Tensor ids) {
-  PickRowsOnDevice(logits, sampleable, nullptr, ids);
-}
-
 void CudaBackend::PickRowsOnDevice(const Tensor& logits, int64_t sampleable, const cuda::DrawRow* draws, Tensor ids) {
   INFX_CHECK(logits.dtype == DType::kF32 && ids.dtype == DType::kI32 && ids.numel() == logits.rows());
   INFX_CHECK(sampleable >= 1 && sampleable <= logits.cols());

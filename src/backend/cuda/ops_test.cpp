@@ -194,7 +194,7 @@ TEST(CudaSampling, GreedyPicksEqualTheHostPicks) {
   EXPECT_EQ(want, (std::vector<int32_t>{100, 5000, -1, -1, -1, 0, static_cast<int32_t>(sampleable - 1), want[7], 0}));
   auto l = rig.F32({rows, vocab}, logits);
   auto ids = rig.gpu.Scratch(DType::kI32, {rows});
-  rig.gpu.GreedyRows(l.gpu, sampleable, ids);
+  rig.gpu.PickRowsOnDevice(l.gpu, sampleable, nullptr, ids);
   EXPECT_EQ(rig.GpuIds(ids), want);
   EXPECT_EQ(rig.gpu.PickGreedy(l.gpu, sampleable), want);
   // Token ids fed from those picks (pipelined greedy steps: FeedPickedTokens, the FeedTokens kernel), rows
@@ -333,7 +333,7 @@ TEST(CudaSampling, ArgmaxTopKLogSumExp) {
   auto top_v = rig.gpu.Scratch(DType::kF32, {rows, k});
   auto top_i = rig.gpu.Scratch(DType::kI32, {rows, k});
   auto lse = rig.gpu.Scratch(DType::kF32, {rows});
-  rig.gpu.GreedyRows(l.gpu, vocab, ids);
+  rig.gpu.PickRowsOnDevice(l.gpu, vocab, nullptr, ids);
   rig.gpu.TopKRows(l.gpu, k, top_v, top_i);
   rig.gpu.LogSumExpRows(l.gpu, lse);
   std::vector<float> got_ids = rig.Gpu(ids), got_v = rig.Gpu(top_v), got_i = rig.Gpu(top_i), got_lse = rig.Gpu(lse);
