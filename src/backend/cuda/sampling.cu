@@ -243,7 +243,7 @@ __device__ __forceinline__ uint32_t NucleusBucket(float w) {
 // weight-0 entries to a multiple of 4; best[r] is the position of the r-th best and bucket[j] candidate j's
 // top-p bucket (NucleusBucket); the n_buckets distinct buckets, highest first, with their masses (each the
 // sum of its candidates' weights in id order), in top_bucket and top_mass. DrawToken's top-k branch
-// (ComputeWeights, NucleusBoundary, DrawFromSet) operation for operation, on one thread.
+// (ComputeWeights, NucleusBoundary, DrawFromSet and its InverseCdf) operation for operation, on one thread.
 __device__ int32_t DrawFromCandidates(const float* logit, const int32_t* id, const float* w, const int* best,
                                       const uint32_t* bucket, const uint32_t* top_bucket, const double* top_mass,
                                       int n_buckets, int n, const DrawRow& d) {
