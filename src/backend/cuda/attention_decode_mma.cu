@@ -578,18 +578,32 @@ __global__ void __launch_bounds__(kThreads)
   auto store_out = [&](int64_t i, float v) {
     out[i] = __float2bfloat16_rn(gate == nullptr ? v : RoundBf16(v) * SigmoidF(__bfloat162float(gate[i])));
   };
-  for (int i = tid; i < group * d; i += kThreads) {
-    const int r = i / d, c = i - r * d;
+  // Each row's merge weights once, by thread r of the first group: the largest of the warps' maxima, each
+  // warp's weight exp2(m_w - m) and the row's sum l, added in warp order as every element of the row added
+  // them before (the same bits; the elements then take 4 weights from shared memory instead of 4 exp2).
+  __shared__ float row_e[kRows][kWarps];
+  __shared__ float row_ml[kRows][2];
+  if (tid < group) {
     float m = -INFINITY;
 #pragma unroll
-    for (int w = 0; w < kWarps; ++w) m = fmaxf(m, pm[w * kRows + r]);  // finite: the chunk has a key
-    float l = 0, acc = 0;
+    for (int w = 0; w < kWarps; ++w) m = fmaxf(m, pm[w * kRows + tid]);  // finite: the chunk has a key
+    float l = 0;
 #pragma unroll
     for (int w = 0; w < kWarps; ++w) {
-      const float e = exp2f(pm[w * kRows + r] - m);  // 0 for a warp whose keys were all masked
-      l += pl[w * kRows + r] * e;
-      acc += po[(w * kRows + r) * kPo + c] * e;
+      const float e = exp2f(pm[w * kRows + tid] - m);  // 0 for a warp whose keys were all masked
+      row_e[tid][w] = e;
+      l += pl[w * kRows + tid] * e;
     }
+    row_ml[tid][0] = m;
+    row_ml[tid][1] = l;
+  }
+  __syncthreads();
+  for (int i = tid; i < group * d; i += kThreads) {
+    const int r = i / d, c = i - r * d;
+    const float m = row_ml[r][0], l = row_ml[r][1];
+    float acc = 0;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) acc += po[(w * kRows + r) * kPo + c] * row_e[r][w];
     if (kFused && live == 1) {
       store_out((head0 + r) * d + c, l > 0.0f ? acc / l : 0.0f);
     } else if (direct_out != nullptr && !kFused) {  // a single split: the final output
