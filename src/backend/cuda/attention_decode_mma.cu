@@ -256,6 +256,9 @@ __global__ void __launch_bounds__(kThreads)
       const int ti = it < group ? 0 : it - group + 1;
       return static_cast<bf16*>(p.t[ti].x) + (ti == 0 ? head0 + it : static_cast<int64_t>(t) * hkv + kvh) * d;
     };
+    // The padding rows of Q's tile (past the group) are zeros: written before the wait, 16 bytes a store.
+    for (int i = tid; i < (kRows - group) * (D / 8); i += kThreads)
+      *reinterpret_cast<uint4*>(qs + (group + i / (D / 8)) * kStride + i % (D / 8) * 8) = make_uint4(0, 0, 0, 0);
     WaitForPrevious();  // q, k and v come from the kernel before
     float xv[kMaxItems][kPer];
 #pragma unroll
@@ -311,8 +314,6 @@ __global__ void __launch_bounds__(kThreads)
             [&](int i, float v) { dst[i] = __float2bfloat16_rn(v); }, lane);
       __syncwarp();  // the row is free for the warp's next item
     }
-    for (int i = tid; i < (kRows - group) * D; i += kThreads)
-      qs[(group + i / D) * kStride + i % D] = __float2bfloat16_rn(0.0f);
     __syncthreads();
   } else {
     for (int i = tid; i < kRows * kChunks; i += kThreads) {
