@@ -309,7 +309,7 @@ __global__ void __launch_bounds__(kThreads)
         if (i < d && ti != 0 && PrepChangesRow(hp)) x[i] = v;
       }
       if (ti != 0 && hp.cache != 0)  // the new key or value as the cache holds it (FP8: decoded)
-        StoreKvRow(
+        StoreKvRow<kF8 ? KvKind::kF8 : KvKind::kBf16>(
             kv, hp.cache, KvRowIndex(kv, slot, pos, kvh), [&](int i) { return row[i]; },
             [&](int i, float v) { dst[i] = __float2bfloat16_rn(v); }, lane);
       __syncwarp();  // the row is free for the warp's next item
@@ -599,8 +599,11 @@ __global__ void __launch_bounds__(kThreads)
     row_ml[tid][1] = l;
   }
   __syncthreads();
-  for (int i = tid; i < group * d; i += kThreads) {
-    const int r = i / d, c = i - r * d;
+  // The (row, column) loops below split their index by the compile-time D (shifts; the columns past head_dim
+  // skipped) instead of dividing by head_dim at run time.
+  for (int i = tid; i < group * D; i += kThreads) {
+    const int r = i / D, c = i % D;
+    if (c >= d) continue;
     const float m = row_ml[r][0], l = row_ml[r][1];
     float acc = 0;
 #pragma unroll
@@ -634,8 +637,9 @@ __global__ void __launch_bounds__(kThreads)
         wf[group * live + tid] = l > 0.0f ? 1.0f / l : 0.0f;
       }
       __syncthreads();
-      for (int i = tid; i < group * d; i += kThreads) {
-        const int r = i / d, c = i - r * d;
+      for (int i = tid; i < group * D; i += kThreads) {
+        const int r = i / D, c = i % D;
+        if (c >= d) continue;
         const float* o = ws_o + (head0 + r) * n_splits * d + c;
         float acc = 0;
 #pragma unroll 8
@@ -646,9 +650,9 @@ __global__ void __launch_bounds__(kThreads)
     // Every split has read q: the prepared rows go back in place.
     if (PrepChangesRow(f.prep.t[0])) {
       bf16* xq = static_cast<bf16*>(f.prep.t[0].x);
-      for (int i = tid; i < group * d; i += kThreads) {
-        const int r = i / d, c = i - r * d;
-        xq[(head0 + r) * d + c] = qs[r * kStride + c];
+      for (int i = tid; i < group * D; i += kThreads) {
+        const int r = i / D, c = i % D;
+        if (c < d) xq[(head0 + r) * d + c] = qs[r * kStride + c];
       }
     }
   }

@@ -248,6 +248,8 @@ TEST(CudaAttention, PreparedDecodeMergesManySplits) {
   RunPreparedSteps(Heads{32, 8, 128}, 2, steps, 2200, 4096);
   RunPreparedSteps(Heads{16, 2, 256}, 2, steps, 2300, 4096, /*gated=*/true);
   RunPreparedSteps(Heads{8, 2, 64}, 2, steps, 2400, 4096, /*gated=*/true);
+  // head_dim 80 in the kernel built for 128: the columns past head_dim in the merge and the output.
+  RunPreparedSteps(Heads{8, 2, 80}, 2, steps, 2450, 4096);
 }
 
 // Contexts on both sides of DecodeAttentionFusion::one_split_pages (2 pages of 64 keys): 128 keys in one

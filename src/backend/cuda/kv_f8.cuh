@@ -58,12 +58,14 @@ __device__ __forceinline__ int64_t KvRowIndex(const KvCacheView& kv, int slot, i
 
 // By one warp: the values value(i), i < head_dim (each a bf16 value), into cache row `row` of the K pages
 // (cache == 1) or the V pages (2); stored(i, v) is told the value attention will read back for each (v
-// itself in a bf16 cache, its FP8 decoding in an FP8 one).
-template <class Value, class Stored>
+// itself in a bf16 cache, its FP8 decoding in an FP8 one). kKind: the cache's type where the caller's code is
+// compiled for one (the other form's code then is not in the kernel), else kAny (read from kv).
+enum class KvKind { kAny, kBf16, kF8 };
+template <KvKind kKind = KvKind::kAny, class Value, class Stored>
 __device__ __forceinline__ void StoreKvRow(const KvCacheView& kv, int cache, int64_t row, Value value, Stored stored,
                                            int lane) {
   const int d = kv.head_dim;
-  if (!kv.f8()) {
+  if (kKind == KvKind::kBf16 || (kKind == KvKind::kAny && !kv.f8())) {
     bf16* dst = static_cast<bf16*>(cache == 1 ? kv.k_pages : kv.v_pages) + row * d;
     for (int i = lane; i < d; i += 32) {
       const bf16 v = __float2bfloat16_rn(value(i));
