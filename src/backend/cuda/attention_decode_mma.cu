@@ -2,7 +2,8 @@
 // contract as the CUDA-core split kernel (attention_decode.cu; kernels.h, LaunchAttentionSplit) for
 // head_dim a multiple of 8 up to 256 and GQA groups of up to 16 query heads. A block owns one token, one
 // KV head and one chunk of key positions (whole KV pages of 64 keys); the group's query heads are the
-// 16 rows of the A operand (zero rows past the group), so K and V are read once per group. The pages
+// 16 rows of the A operand (zero rows past the group), so K and V are read once per group (the fused
+// kernel at a short context: a share of the group per block, see the kernel). The pages
 // stream through a ring of shared-memory buffers (cp.async; Stages below), so that while the block
 // computes on one page the next ones are in flight: at long contexts the kernel is bound by the K/V
 // bytes. Each of the 4 warps takes 16 keys of every page and keeps its own online softmax in registers;
