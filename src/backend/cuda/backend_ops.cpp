@@ -256,7 +256,7 @@ void CudaBackend::JoinGemv(const Tensor& x, const Tensor& w, Tensor out, const c
   sg.out = out.data;
   sg.rows = w.rows();
   sg.out_dtype = Dt(out);
-  sg.unused = 0;
+  sg.w_after_wait = w.data == workspace_.data() ? 1 : 0;  // DenseWeight: made by the kernel just before
   gemv_.x = x.data;
   gemv_.n = n;
   gemv_.k = k;

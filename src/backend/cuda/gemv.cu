@@ -185,9 +185,15 @@ __global__ void __launch_bounds__(32 * kBlockWarps, kBlockWarps == 4            
   extern __shared__ __align__(16) uint8_t smem[];  // kGemvXNorm: the normalised rows; kGemvXScaled: the sums
   AllowDependentLaunch();                          // the next kernel may get ready; it waits for this one's results
   int64_t total_tiles = 0;
+  bool w_after_wait = false;
 #pragma unroll
-  for (int i = 0; i < 4; ++i)
-    if (i < p.n_segments) total_tiles += (p.seg[i].rows + 15) / 16;
+  for (int i = 0; i < 4; ++i) {
+    if (i < p.n_segments) {
+      total_tiles += (p.seg[i].rows + 15) / 16;
+      w_after_wait = w_after_wait || p.seg[i].w_after_wait != 0;
+    }
+  }
+  if (w_after_wait) WaitForPrevious();  // a weight the kernel before makes (the wait for x is then a no-op)
   const int64_t k = p.k, n = p.n;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   const int64_t chunks = k / 8;  // 16-byte chunks of a bf16 row

@@ -122,7 +122,11 @@ struct GemvSegment {
   const void* w = nullptr;
   void* out = nullptr;
   int64_t rows = 0;
-  int32_t out_dtype = kBF16, unused = 0;
+  int32_t out_dtype = kBF16;
+  // 1 where the kernel just before makes w (a block type or F16 weight dequantized to bf16 in the op
+  // workspace, for 9-16 tokens): the product then waits for it before its first weight loads, which
+  // otherwise go out before the wait (only weights that the host wrote may be read before it).
+  int32_t w_after_wait = 0;
 };
 // How a bf16 GEMV gets x (gemv.cu): read as it is, or made by the op before it, fused in so that the
 // decode step has one launch (and one wait for the previous kernel) less.
