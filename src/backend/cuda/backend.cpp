@@ -136,9 +136,11 @@ void CudaBackend::FlushGemv() {
     consumer.x = deferred_x_;
     // One token only: at 8 (Qwen3-8B, H200) the deferred norm made decode steps 2.7% slower, while at one
     // it took 1.5% off the step span (docs/performance.md, seventeenth session).
+    // (Not with a residual epilogue of its own: the producer's sums of squares, which its blocks copy after
+    // the wait, are in the buffer that epilogue's would write, and it could write the hidden rows they read.)
     if (gemv_.n_segments > 0 && gemv_.x == r.norm_out && PendingGemvFuses() && gemv_.n == producer.n &&
         producer.n == 1 && gemv_.pro.kind == cuda::kGemvXPlain && gemv_tail_.route.ids == nullptr &&
-        gemv_tail_.conv.out == nullptr && cuda::GemvXScaledFits(consumer)) {
+        gemv_tail_.conv.out == nullptr && gemv_.res.out == nullptr && cuda::GemvXScaledFits(consumer)) {
       producer.res.deferred = deferred_x_;
       gemv_ = consumer;
     }

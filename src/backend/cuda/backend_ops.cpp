@@ -336,9 +336,16 @@ bool CudaBackend::ResidualFusable(const Tensor& a, const Tensor& b, const Tensor
   if (from_a == from_b) return false;  // neither, or x + x
   const Tensor& product = from_a ? a : b;
   const Tensor& other = from_a ? b : a;
-  // The GEMV's x, which its blocks read until the last one ends, must not be written.
-  const Tensor x{const_cast<void*>(gemv_.x), DType::kBF16, Shape{gemv_.n, gemv_.k}};
-  return Disjoint(other, product) && Disjoint(out, x) &&
+  // The GEMV's x, which its blocks read until the last one ends, must not be written; with a norm prologue
+  // they read its a and b instead, and the last of them to read writes a + b to sum, which the epilogue
+  // then must neither read nor write.
+  auto rows_at = [&](const void* p) { return Tensor{const_cast<void*>(p), DType::kBF16, Shape{gemv_.n, gemv_.k}}; };
+  if (gemv_.pro.kind == cuda::kGemvXNorm) {
+    for (const void* p : {gemv_.pro.a, gemv_.pro.b, static_cast<const void*>(gemv_.pro.sum)})
+      if (p != nullptr && !Disjoint(out, rows_at(p))) return false;
+    if (gemv_.pro.sum != nullptr && !Disjoint(other, rows_at(gemv_.pro.sum))) return false;
+  }
+  return Disjoint(other, product) && Disjoint(out, rows_at(gemv_.x)) &&
          (out.data == other.data || out.data == product.data || (Disjoint(out, other) && Disjoint(out, product)));
 }
 
