@@ -2,7 +2,8 @@
 // contract as the CUDA-core split kernel (attention_decode.cu; kernels.h, LaunchAttentionSplit) for
 // head_dim a multiple of 8 up to 256 and GQA groups of up to 16 query heads. A block owns one token, one
 // KV head and one chunk of key positions (whole KV pages of 64 keys); the group's query heads are the
-// 16 rows of the A operand (zero rows past the group), so K and V are read once per group. The pages
+// 16 rows of the A operand (zero rows past the group), so K and V are read once per group (the fused
+// kernel at a short context: a share of the group per block, see the kernel). The pages
 // stream through a ring of shared-memory buffers (cp.async; Stages below), so that while the block
 // computes on one page the next ones are in flight: at long contexts the kernel is bound by the K/V
 // bytes. Each of the 4 warps takes 16 keys of every page and keeps its own online softmax in registers;
@@ -107,16 +108,37 @@ __global__ void __launch_bounds__(kThreads)
   constexpr int kChunks = D / 8;  // 16-byte chunks per padded row
   AllowDependentLaunch();
   const int t = blockIdx.x, kvh = blockIdx.y, split = blockIdx.z, tid = threadIdx.x;
-  const int hkv = kv.n_kv_heads, d = kv.head_dim, d_chunks = d / 8, group = n_heads / hkv;
+  const int hkv = kv.n_kv_heads, d = kv.head_dim, d_chunks = d / 8;
   const int seq = layout.token_seq[t], slot = layout.seq_info[seq * 4], pos = layout.token_pos[t];
   // Whole pages per split; the splits past the context are empty. The fused kernel keeps a short context in
   // one split (DecodeAttentionFusion::one_split_pages).
   const int len = pos + 1, per_split = (len + n_splits - 1) / n_splits;
   const int len_pages = (len + kPageSize - 1) / kPageSize;
-  const int chunk =
-      (kFused && len_pages <= f.one_split_pages ? len_pages : (per_split + kPageSize - 1) / kPageSize) * kPageSize;
-  const int begin = split * chunk, end = min(begin + chunk, len);
-  const int64_t head0 = static_cast<int64_t>(t) * n_heads + static_cast<int64_t>(kvh) * group;
+  const bool one_split = kFused && len_pages <= f.one_split_pages;
+  const int chunk = (one_split ? len_pages : (per_split + kPageSize - 1) / kPageSize) * kPageSize;
+  // The block's query heads: the group's, or in one split of a bf16 cache (the splits' blocks past the first
+  // would be empty) a share of them, ceil(group / n_splits) a block, each block over the whole context: short
+  // contexts are bound by the preparation's and the merge's latency per row, not by their pages, which the
+  // blocks stage from L2 apiece. Each of the `sharers` blocks then prepares the new key and value from k's
+  // and v's rows for itself; the first (writer) stores them to the cache, and the last to finish writes the
+  // prepared rows back to k and v (once every sharer has read them).
+  const int kv_group = n_heads / hkv;
+  int group = kv_group, key_split = split, sharers = 1;
+  int64_t head0 = static_cast<int64_t>(t) * n_heads + static_cast<int64_t>(kvh) * kv_group;
+  bool writer = true;
+  if constexpr (kFused && !kF8) {
+    if (one_split) {
+      const int share = (kv_group + n_splits - 1) / n_splits, row0 = split * share;
+      sharers = (kv_group + share - 1) / share;
+      if (row0 < kv_group) {  // (the blocks past the rows stay empty splits)
+        head0 += row0;
+        group = min(share, kv_group - row0);
+        key_split = 0;
+        writer = split == 0;
+      }
+    }
+  }
+  const int begin = key_split * chunk, end = min(begin + chunk, len);
   if constexpr (kFused) {
     if (begin >= end) {  // the merge counts only the splits that have keys
       WaitForPrevious();
@@ -306,9 +328,11 @@ __global__ void __launch_bounds__(kThreads)
         const bf16 v = __float2bfloat16_rn(row[i]);
         dst[i] = v;  // zeros past head_dim
         // k; q is written back after the merge (the other splits read it)
-        if (i < d && ti != 0 && PrepChangesRow(hp)) x[i] = v;
+        if (i < d && ti != 0 && sharers == 1 && PrepChangesRow(hp)) x[i] = v;
       }
-      if (ti != 0 && hp.cache != 0)  // the new key or value as the cache holds it (FP8: decoded)
+      // The new key or value as the cache holds it (FP8: decoded; bf16: v above, which the blocks that do not
+      // write it keep).
+      if (ti != 0 && hp.cache != 0 && writer)
         StoreKvRow<kF8 ? KvKind::kF8 : KvKind::kBf16>(
             kv, hp.cache, KvRowIndex(kv, slot, pos, kvh), [&](int i) { return row[i]; },
             [&](int i, float v) { dst[i] = __float2bfloat16_rn(v); }, lane);
@@ -647,12 +671,25 @@ __global__ void __launch_bounds__(kThreads)
         store_out((head0 + r) * d + c, acc * wf[group * live + r]);
       }
     }
-    // Every split has read q: the prepared rows go back in place.
+    // Every split has read q: the prepared rows go back in place (a sharer's rows are its own).
     if (PrepChangesRow(f.prep.t[0])) {
       bf16* xq = static_cast<bf16*>(f.prep.t[0].x);
       for (int i = tid; i < group * D; i += kThreads) {
         const int r = i / D, c = i % D;
         if (c < d) xq[(head0 + r) * d + c] = qs[r * kStride + c];
+      }
+    }
+    // Every sharer has read k's and v's rows: the last to finish writes its prepared key and value (the same
+    // bits in every sharer) back in place. (One split only: the counter is the merge's, unused there.)
+    if (sharers > 1) {
+      const int64_t kv_row = static_cast<int64_t>(blockIdx.x) * kv.n_kv_heads + blockIdx.y;  // (token, KV head)
+      if (LastBlockToArrive(f.counter + kv_row, sharers)) {
+#pragma unroll 1
+        for (int i = threadIdx.x; i < 2 * D; i += kThreads) {
+          const int which = 1 + i / D, c = i % D;
+          if (c < kv.head_dim && PrepChangesRow(f.prep.t[which]))
+            static_cast<bf16*>(f.prep.t[which].x)[kv_row * kv.head_dim + c] = knew[i];
+        }
       }
     }
   }

@@ -318,7 +318,8 @@ struct DecodeAttentionFusion {
   int32_t* counter = nullptr;
   // A context of up to this many KV pages takes one split (no merge; its pages load one after the other);
   // a longer one spreads over the splits as the plain kernel's does: a page per split until the pages
-  // outnumber the splits, each staged before the kernel waits.
+  // outnumber the splits, each staged before the kernel waits. In one split (a bf16 cache) the blocks of
+  // the other splits take shares of the group's query heads instead of returning.
   int32_t one_split_pages = 2;
 };
 constexpr int64_t kAttentionFusedMaxCounters = 8192;
