@@ -94,7 +94,8 @@ __host__ __device__ constexpr size_t SmemBytes() {
 }
 template <int D, bool kF8>
 __host__ __device__ constexpr size_t FusedSmemBytes() {
-  return SmemBytes<D, kF8>() + size_t{kWarps + 3} * D * sizeof(float) + 2 * D * sizeof(bf16);
+  return SmemBytes<D, kF8>() + size_t{kWarps + 3} * D * sizeof(float) + 2 * D * sizeof(bf16) +
+         (kF8 ? 2 * D + 2 * sizeof(float) : 0);
 }
 
 // kFused (DecodeAttentionFusion, kernels.h): q, k and v prepared here, the splits merged here. kF8: an FP8
@@ -116,17 +117,17 @@ __global__ void __launch_bounds__(kThreads)
   const int len_pages = (len + kPageSize - 1) / kPageSize;
   const bool one_split = kFused && len_pages <= f.one_split_pages;
   const int chunk = (one_split ? len_pages : (per_split + kPageSize - 1) / kPageSize) * kPageSize;
-  // The block's query heads: the group's, or in one split of a bf16 cache (the splits' blocks past the first
-  // would be empty) a share of them, ceil(group / n_splits) a block, each block over the whole context: short
-  // contexts are bound by the preparation's and the merge's latency per row, not by their pages, which the
-  // blocks stage from L2 apiece. Each of the `sharers` blocks then prepares the new key and value from k's
-  // and v's rows for itself; the first (writer) stores them to the cache, and the last to finish writes the
-  // prepared rows back to k and v (once every sharer has read them).
+  // The block's query heads: the group's, or in one split (the splits' blocks past the first would be empty)
+  // a share of them, ceil(group / n_splits) a block, each block over the whole context: short contexts are
+  // bound by the preparation's and the merge's latency per row, not by their pages, which the blocks stage
+  // from L2 apiece. Each of the `sharers` blocks then prepares the new key and value from k's and v's rows for
+  // itself (an FP8 cache: their codes and scales too); the first (writer) stores them to the cache, and the
+  // last to finish writes the prepared rows back to k and v (once every sharer has read them).
   const int kv_group = n_heads / hkv;
   int group = kv_group, key_split = split, sharers = 1;
   int64_t head0 = static_cast<int64_t>(t) * n_heads + static_cast<int64_t>(kvh) * kv_group;
   bool writer = true;
-  if constexpr (kFused && !kF8) {
+  if constexpr (kFused) {
     if (one_split) {
       const int share = (kv_group + n_splits - 1) / n_splits, row0 = split * share;
       sharers = (kv_group + share - 1) / share;
@@ -241,14 +242,17 @@ __global__ void __launch_bounds__(kThreads)
     CpAsyncCommit();
   };
   // The fused kernel's preparation area (FusedSmemBytes): a row per warp, the q and k norm weights, RoPE's
-  // cos and sin at this token's position (f32), and the new key and value (bf16 [2][D]), which the block
-  // whose chunk holds them prepares.
+  // cos and sin at this token's position (f32), and the new key and value (bf16 [2][D]; an FP8 cache: then
+  // their codes [2][D] and scales [2]), which the blocks whose chunk holds them prepare.
   const bool owner = kFused && pos < end;
   float* prep_rows = reinterpret_cast<float*>(smem + SmemBytes<D, kF8>());
   float* norm_w = prep_rows + kWarps * D;  // [2][D]: q's, k's
   float* rope_cs = norm_w + 2 * D;         // [D / 2]
   float* rope_sn = rope_cs + D / 2;        // [D / 2]
   bf16* knew = reinterpret_cast<bf16*>(rope_sn + D / 2);
+  uint8_t* knew_codes = reinterpret_cast<uint8_t*>(knew + 2 * D);
+  float* knew_scale = reinterpret_cast<float*>(knew_codes + 2 * D);
+  static_assert(SmemBytes<D, kF8>() % 16 == 0 && D % 16 == 0, "16-byte rows of codes");
   if constexpr (kFused) {
     // The keys before this token's were written by earlier forwards (each forward's batch layout is
     // copied in first, and a copy waits for everything before it), so their pages load before the wait;
@@ -330,12 +334,25 @@ __global__ void __launch_bounds__(kThreads)
         // k; q is written back after the merge (the other splits read it)
         if (i < d && ti != 0 && sharers == 1 && PrepChangesRow(hp)) x[i] = v;
       }
-      // The new key or value as the cache holds it (FP8: decoded; bf16: v above, which the blocks that do not
-      // write it keep).
-      if (ti != 0 && hp.cache != 0 && writer)
-        StoreKvRow<kF8 ? KvKind::kF8 : KvKind::kBf16>(
-            kv, hp.cache, KvRowIndex(kv, slot, pos, kvh), [&](int i) { return row[i]; },
-            [&](int i, float v) { dst[i] = __float2bfloat16_rn(v); }, lane);
+      if (ti != 0 && hp.cache != 0) {
+        const int64_t crow = KvRowIndex(kv, slot, pos, kvh);
+        if constexpr (kF8) {  // the codes and scale for this block's staged page, and (the writer) the cache
+          uint8_t* codes = knew_codes + (ti - 1) * D;
+          uint8_t* cached = static_cast<uint8_t*>(hp.cache == 1 ? kv.k_pages : kv.v_pages) + crow * d;
+          const float sc = EncodeKvF8Row(d, lane, [&](int i) { return row[i]; }, [&](int i, uint8_t code, float) {
+            codes[i] = code;
+            if (writer) cached[i] = code;
+          });
+          if (lane == 0) {
+            knew_scale[ti - 1] = sc;
+            if (writer) (hp.cache == 1 ? kv.k_scale : kv.v_scale)[crow] = sc;
+          }
+        } else if (writer) {  // the same bits as v above, which the blocks that do not write it keep
+          StoreKvRow<KvKind::kBf16>(
+              kv, hp.cache, crow, [&](int i) { return row[i]; }, [&](int i, float v) { dst[i] = __float2bfloat16_rn(v); },
+              lane);
+        }
+      }
       __syncwarp();  // the row is free for the warp's next item
     }
     __syncthreads();
@@ -399,18 +416,15 @@ __global__ void __launch_bounds__(kThreads)
       load_raw(kb + 1, page_next);  // which takes page kb + 1
       page_next = page_of(kb + 2);  // for the next iteration
       uint8_t* rk = raw + (kb % kRawStages) * RawPageBytes<D>();
-      if (owner && kb == pos / kPageSize) {  // the new key and value (written by the preparation) over the staged row
+      if (owner && kb == pos / kPageSize) {  // the new key's and value's codes (the preparation's) over the staged row
         const int r = pos % kPageSize;
-        const int64_t row = KvRowIndex(kv, slot, pos, kvh);
         for (int i = tid; i < 2 * kCopies; i += kThreads) {
           const int which = i / kCopies, c = i - which * kCopies;
-          const uint8_t* src = static_cast<const uint8_t*>(which == 0 ? kv.k_pages : kv.v_pages) + row * d + c * 16;
-          const uint4 v = c < d / 16 ? __ldcg(reinterpret_cast<const uint4*>(src)) : make_uint4(0, 0, 0, 0);
+          const uint4 v =
+              c < d / 16 ? *reinterpret_cast<const uint4*>(knew_codes + which * D + c * 16) : make_uint4(0, 0, 0, 0);
           *reinterpret_cast<uint4*>(rk + (which * kPageSize + r) * D + RawChunk<D>(r, c) * 16) = v;
         }
-        if (tid < 2)
-          reinterpret_cast<float*>(rk + RawScalesAt<D>())[tid * kPageSize + r] =
-              __ldcg((tid == 0 ? kv.k_scale : kv.v_scale) + row);
+        if (tid < 2) reinterpret_cast<float*>(rk + RawScalesAt<D>())[tid * kPageSize + r] = knew_scale[tid];
         __syncthreads();
       }
       const uint8_t* rv = rk + kPageSize * D;

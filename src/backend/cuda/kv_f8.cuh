@@ -56,6 +56,20 @@ __device__ __forceinline__ int64_t KvRowIndex(const KvCacheView& kv, int slot, i
   return (static_cast<int64_t>(page) * kv.n_kv_heads + h) * kPageSize + pos % kPageSize;
 }
 
+// By one warp: the FP8 row of the values value(i), i < d (each a bf16 value): emit(i, code, scale) for each,
+// and the scale returned.
+template <class Value, class Emit>
+__device__ __forceinline__ float EncodeKvF8Row(int d, int lane, Value value, Emit emit) {
+  float amax = 0.0f;
+  for (int i = lane; i < d; i += 32) amax = fmaxf(amax, fabsf(RoundBf16(value(i))));
+  const int e = KvF8Exponent(WarpMax(amax));
+  const float scale = ldexpf(1.0f, e);
+  for (int i = lane; i < d; i += 32)
+    emit(i, static_cast<uint8_t>(__nv_cvt_float_to_fp8(ldexpf(RoundBf16(value(i)), -e), __NV_SATFINITE, __NV_E4M3)),
+         scale);
+  return scale;
+}
+
 // By one warp: the values value(i), i < head_dim (each a bf16 value), into cache row `row` of the K pages
 // (cache == 1) or the V pages (2); stored(i, v) is told the value attention will read back for each (v
 // itself in a bf16 cache, its FP8 decoding in an FP8 one). kKind: the cache's type where the caller's code is
@@ -75,15 +89,10 @@ __device__ __forceinline__ void StoreKvRow(const KvCacheView& kv, int cache, int
     return;
   }
   uint8_t* dst = static_cast<uint8_t*>(cache == 1 ? kv.k_pages : kv.v_pages) + row * d;
-  float amax = 0.0f;
-  for (int i = lane; i < d; i += 32) amax = fmaxf(amax, fabsf(RoundBf16(value(i))));
-  const int e = KvF8Exponent(WarpMax(amax));
-  const float scale = ldexpf(1.0f, e);
-  for (int i = lane; i < d; i += 32) {
-    const uint8_t code = __nv_cvt_float_to_fp8(ldexpf(RoundBf16(value(i)), -e), __NV_SATFINITE, __NV_E4M3);
+  const float scale = EncodeKvF8Row(d, lane, value, [&](int i, uint8_t code, float sc) {
     dst[i] = code;
-    stored(i, KvF8Value(code, scale));
-  }
+    stored(i, KvF8Value(code, sc));
+  });
   if (lane == 0) (cache == 1 ? kv.k_scale : kv.v_scale)[row] = scale;
 }
 
