@@ -317,8 +317,8 @@ TEST(CudaMatMul, QuantizedWeights) {
                                (gemv ? (path.gemv  ? "gemv (the bf16 kernel)"
                                         : path.mma ? "quant gemv (tensor cores)"
                                                    : "quant gemv (f32)")
-                                     : s.n <= 16 ? "dequant + the bf16 gemv (weights after the wait)"
-                                                 : "dequant+gemm");
+                                     : s.n <= cuda::kGemvMaxTokens ? "dequant + the bf16 gemv (weights after the wait)"
+                                                                   : "dequant+gemm");
       for (DType out_dtype : {DType::kBF16, DType::kF32}) {
         auto out = rig.Out({s.n, s.m}, out_dtype);
         rig.cpu.MatMul(x_seen.cpu, w.cpu, out.cpu);
