@@ -187,6 +187,13 @@ void CudaBackend::MatMul(const Tensor& x, const Tensor& w, Tensor out) {
               out.data, Dt(out), n, m, k);
       return;
     }
+    if (options_.gemv && n <= cuda::kQuantSplitMaxTokens) {
+      for (int64_t i = 0; i < n; i += cuda::kQuantGemvMaxTokens) {
+        const int64_t rows = std::min<int64_t>(cuda::kQuantGemvMaxTokens, n - i);
+        MatMul(x.SliceRows(i, rows), w, out.SliceRows(i, rows));
+      }
+      return;
+    }
     // Prefill: the weight dequantized to bf16 in the op workspace (not scratch, which would keep every
     // layer's until the pass ends: the whole model in bf16), then the bf16 product.
     Tensor dense = DenseWeight(m, k);

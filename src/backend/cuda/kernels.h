@@ -81,6 +81,10 @@ void LaunchGatherRows(cudaStream_t s, const void* x, const int32_t* rows, int64_
 
 // ---- block-quantized weights (quant.cu) ----
 constexpr int kQuantGemvMaxTokens = 8;
+// Beyond kQuantGemvMaxTokens and up to this many tokens, MatMul runs the decode product once per group of
+// kQuantGemvMaxTokens tokens (the packed weight read once per group) instead of dequantizing the weight to
+// bf16 and reading that back (docs/performance.md measures the crossing).
+constexpr int kQuantSplitMaxTokens = 16;
 // Whether quant.cu has kernels for a weight type (a DType code).
 bool QuantTypeSupported(int type);
 // out [n, rows] (act dtype) = x [n, k] bf16 @ dequant(w [rows, k])^T, n <= kQuantGemvMaxTokens.

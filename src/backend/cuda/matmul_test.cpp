@@ -292,7 +292,9 @@ QuantPath PathFor(DType type, Shape3 s, const Tensor& x, const Tensor& w) {
 }
 
 // GGUF block types: the dequantizing GEMVs (n <= 8; tensor cores when the shape allows, else the f32
-// kernel) and the dequantize-then-GEMM prefill path, and embedding lookups from a quantized table,
+// kernel; up to kQuantSplitMaxTokens tokens once per group of 8) and the dequantize-then-GEMM prefill path
+// (the tiled dequantizer, and its per-thread fallback for FP8 rows that are not 16-byte aligned: k = 768),
+// and embedding lookups from a quantized table,
 // against the CPU backend's reference decoders. The CPU sees the activations the GPU path computes with
 // (int8-rounded for the integer types on tensor cores), so the bounds check the decoding itself.
 TEST(CudaMatMul, QuantizedWeights) {
@@ -303,22 +305,24 @@ TEST(CudaMatMul, QuantizedWeights) {
                      DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kIQ4_NL, DType::kIQ4_XS, DType::kF8E4M3B128}) {
     int mma_cases = 0, gemv_cases = 0;
     for (Shape3 s : {Shape3{1, 4096, 4096}, Shape3{3, 1000, 2048}, Shape3{8, 512, 12288}, Shape3{2, 300, 768},
-                      Shape3{5, 48, 256}, Shape3{2, 20000, 1024}, Shape3{12, 768, 2048}, Shape3{40, 1024, 4096}}) {
+                      Shape3{5, 48, 256}, Shape3{2, 20000, 1024}, Shape3{12, 768, 2048}, Shape3{24, 512, 2048},
+                      Shape3{40, 1024, 4096}, Shape3{40, 300, 768}}) {
       HostBuffer packed = RandomQuantBlocks(type, s.m, s.k, seed, 1.0f / std::sqrt(static_cast<float>(s.k)));
       Pair w{rig.cpu.UploadWeight(packed.view()), rig.gpu.UploadWeight(packed.view())};
       const std::vector<float> xv = Rand(s.n * s.k, seed + 1, -2, 2);
       auto x = rig.Act({s.n, s.k}, xv);
-      const bool gemv = s.n <= 8;
-      const QuantPath path = gemv ? PathFor(type, s, x.gpu, w.gpu) : QuantPath{};
+      // From 9 to kQuantSplitMaxTokens tokens: the decode product per group of 8 tokens.
+      const bool gemv = s.n <= cuda::kQuantSplitMaxTokens, split = s.n > cuda::kQuantGemvMaxTokens;
+      const Shape3 group{std::min<int64_t>(s.n, cuda::kQuantGemvMaxTokens), s.m, s.k};
+      const QuantPath path = gemv ? PathFor(type, group, x.gpu, w.gpu) : QuantPath{};
       mma_cases += path.mma ? 1 : 0;
       gemv_cases += path.gemv ? 1 : 0;
       auto x_seen = path.int8_x ? rig.Act({s.n, s.k}, Int8Blocks(xv), DType::kF32) : x;
-      const std::string what = std::string(DTypeName(type)) + " " +
+      const std::string what = std::string(DTypeName(type)) + (split ? " per 8 tokens: " : " ") +
                                (gemv ? (path.gemv  ? "gemv (the bf16 kernel)"
                                         : path.mma ? "quant gemv (tensor cores)"
                                                    : "quant gemv (f32)")
-                                     : s.n <= cuda::kGemvMaxTokens ? "dequant + the bf16 gemv (weights after the wait)"
-                                                                   : "dequant+gemm");
+                                     : "dequant+gemm");
       for (DType out_dtype : {DType::kBF16, DType::kF32}) {
         auto out = rig.Out({s.n, s.m}, out_dtype);
         rig.cpu.MatMul(x_seen.cpu, w.cpu, out.cpu);

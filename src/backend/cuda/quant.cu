@@ -138,6 +138,64 @@ __global__ void DequantRowsKernel(const uint8_t* w, const int32_t* ids, int64_t 
   for (int e = 0; e < 32; ++e) StoreF(out, out_dtype, i * k + s * 32 + e, v[e]);
 }
 
+// The dequantizer for whole weights (prefill: ids null, bf16 out, 16-byte aligned ends), a tile of
+// kDequantTile consecutive sub-blocks (unit u: row u / (k / 32), sub-block u % (k / 32)) per thread block:
+// the tile's packed bytes are copied into shared memory with coalesced 16-byte loads (a tile starts on a
+// block boundary: k / 32 is a multiple of a block's sub-blocks, and every type's tile is a multiple of 16
+// bytes), thread t decodes sub-block t from there into a padded shared-memory row of bf16, and the block
+// writes the tile's 64 * units output bytes, contiguous in out, with coalesced 16-byte stores. FP8 rows
+// (codes, then scales, per row) are read per thread instead: its 32 codes with two 16-byte loads and its
+// scale, staged as a row of one sub-block. DequantRowsKernel (one thread per sub-block writing its own 32
+// values) remains for embedding lookups and odd alignments.
+constexpr int kDequantTile = 256;
+constexpr int kDequantOutPitch = 80;  // bytes per decoded sub-block in shared memory: 64 + 16 (no bank conflicts)
+template <int T>
+__host__ __device__ constexpr int DequantStageBytes() {
+  return T == kF8E4M3B128 ? kDequantTile * 48
+                          : static_cast<int>(kDequantTile / (BlockValues<T>() / 32) * BlockBytes<T>());
+}
+
+template <int T>
+__global__ void __launch_bounds__(kDequantTile, 4) DequantTileKernel(const uint8_t* w, int64_t k, bf16* out,
+                                                                  int64_t units) {
+  __shared__ __align__(16) uint8_t stage[DequantStageBytes<T>()];
+  __shared__ __align__(16) uint8_t decoded[kDequantTile * kDequantOutPitch];
+  const int t = static_cast<int>(threadIdx.x);
+  const int64_t u0 = static_cast<int64_t>(blockIdx.x) * kDequantTile;
+  const int n_units = static_cast<int>(units - u0 < kDequantTile ? units - u0 : kDequantTile);
+  float v[32];
+  if constexpr (T == kF8E4M3B128) {
+    if (t < n_units) {
+      const int64_t subs = k / 32, u = u0 + t, r = u / subs, s = u % subs;
+      const uint8_t* row = w + r * QuantRowBytes<T>(k);
+      uint8_t* mine = stage + t * 48;
+      const uint4* codes = reinterpret_cast<const uint4*>(row + s * 32);
+      reinterpret_cast<uint4*>(mine)[0] = __ldg(codes);
+      reinterpret_cast<uint4*>(mine)[1] = __ldg(codes + 1);
+      *reinterpret_cast<float*>(mine + 32) = __ldg(reinterpret_cast<const float*>(row + k + (s / 4) * 4));
+      LoadSub<T>(mine, 0, v, 32);  // a row of 32 values: the codes, then the scale
+    }
+  } else {
+    constexpr int64_t kSubs = BlockValues<T>() / 32;
+    const int64_t bytes = (n_units / kSubs) * BlockBytes<T>();
+    const uint8_t* src = w + u0 / kSubs * BlockBytes<T>();
+    for (int64_t i = t; i < bytes / 16; i += kDequantTile)
+      reinterpret_cast<uint4*>(stage)[i] = __ldg(reinterpret_cast<const uint4*>(src) + i);
+    for (int64_t i = bytes / 16 * 16 + t; i < bytes; i += kDequantTile) stage[i] = __ldg(src + i);
+    __syncthreads();
+    if (t < n_units) LoadSub<T>(stage, t, v, k);
+  }
+  if (t < n_units) {
+    uint4* dst = reinterpret_cast<uint4*>(decoded + t * kDequantOutPitch);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) dst[i] = Pack8(v + 8 * i);
+  }
+  __syncthreads();
+  uint4* o = reinterpret_cast<uint4*>(out + u0 * 32);
+  for (int c = t; c < n_units * 4; c += kDequantTile)
+    o[c] = *reinterpret_cast<const uint4*>(decoded + (c >> 2) * kDequantOutPitch + (c & 3) * 16);
+}
+
 template <int T, int kTokens>
 void LaunchGemvTokens(cudaStream_t st, const bf16* x, const uint8_t* w, void* out, int out_dtype, int64_t n,
                       int64_t rows, int64_t k) {
@@ -172,6 +230,16 @@ template <int T>
 void LaunchDequantT(cudaStream_t st, const void* w, const int32_t* ids, int64_t n_table, int64_t k, void* out,
                     int out_dtype, int64_t n) {
   const int64_t units = n * (k / 32);
+  // FP8's rows are read one by one: each must start 16-byte aligned; the other types' tiles run across rows.
+  const int64_t row_align = T == kF8E4M3B128 ? QuantRowBytes<T>(k) : 0;
+  if (ids == nullptr && out_dtype == kBF16 &&
+      ((reinterpret_cast<uintptr_t>(w) | reinterpret_cast<uintptr_t>(out) | static_cast<uintptr_t>(row_align)) &
+       15u) == 0) {
+    const auto tiles = static_cast<unsigned>((units + kDequantTile - 1) / kDequantTile);
+    DequantTileKernel<T><<<tiles, kDequantTile, 0, st>>>(static_cast<const uint8_t*>(w), k, static_cast<bf16*>(out),
+                                                         units);
+    return;
+  }
   const unsigned blocks = static_cast<unsigned>((units + 255) / 256);
   DequantRowsKernel<T><<<blocks, 256, 0, st>>>(static_cast<const uint8_t*>(w), ids, n_table, k, out, out_dtype, n);
 }
