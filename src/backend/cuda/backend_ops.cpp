@@ -723,8 +723,19 @@ void CudaBackend::MoeExperts(const Tensor& x, const Tensor& weights, const Tenso
                        out});
     return;
   }
+  const bool quantized = IsBlockQuantized(static_cast<DType>(table.dtype));
+  if (quantized && options_.gemv && n > cuda::kQuantGemvMaxTokens && n <= cuda::kMoeGemvMaxTokens) {
+    // 9-15 tokens: the tensor-core kernels per group of 8 tokens (each group reads its experts' rows once)
+    // instead of the f32 kernels, which read a selected expert's rows once per token.
+    for (int64_t i = 0; i < n; i += cuda::kQuantGemvMaxTokens) {
+      const int64_t rows = std::min<int64_t>(cuda::kQuantGemvMaxTokens, n - i);
+      MoeExperts(x.SliceRows(i, rows), weights.SliceRows(i, rows), ids.SliceRows(i, rows), experts,
+                 out.SliceRows(i, rows));
+    }
+    return;
+  }
   Tensor act = Scratch(DType::kF32, {n, top_k, table.inter});
-  if (IsBlockQuantized(static_cast<DType>(table.dtype))) {
+  if (quantized) {
     Enqueue(cuda::LaunchQuantMoeExperts, x.data, weights.as<const float>(), ids.as<const int32_t>(),
             static_cast<const float*>(nullptr), n, k32, table, act.as<float>(), out.data, smem_optin_);
     return;
@@ -744,6 +755,18 @@ void CudaBackend::MoeExpertsWithShared(const Tensor& x, const Tensor& weights, c
                     shared.down.shape == experts.down[0].shape && shared.gate.dtype == g0.dtype &&
                     shared.up.dtype == g0.dtype && shared.down.dtype == g0.dtype;
   const bool quantized = IsBlockQuantized(g0.dtype);
+  if (n > cuda::kQuantGemvMaxTokens && n <= cuda::kMoeGemvMaxTokens && same && quantized && options_.gemv &&
+      options_.fuse && !cuda::MoeGemvFits(n, static_cast<int32_t>(top_k), true, ExpertTableFor(experts, &shared))) {
+    // 9-15 tokens of block-type experts: per group of 8 tokens, which the tensor-core kernels take with the
+    // shared expert as every token's last slot (else the ops' default composition below).
+    for (int64_t i = 0; i < n; i += cuda::kQuantGemvMaxTokens) {
+      const int64_t rows = std::min<int64_t>(cuda::kQuantGemvMaxTokens, n - i);
+      MoeExpertsWithShared(x.SliceRows(i, rows), weights.SliceRows(i, rows), ids.SliceRows(i, rows), experts,
+                           SharedExpert{shared.gate, shared.up, shared.down, shared.gate_logit.SliceRows(i, rows)},
+                           out.SliceRows(i, rows));
+    }
+    return;
+  }
   if (n > 0 && same && options_.gemv && options_.fuse && (g0.dtype == DType::kBF16 || quantized) &&
       n <= cuda::kMoeGemvMaxTokens) {
     const cuda::ExpertTable& table = ExpertTableFor(experts, &shared);

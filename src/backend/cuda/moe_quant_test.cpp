@@ -1,6 +1,7 @@
 // CPU-vs-CUDA test of the routed experts with block-quantized weights (moe_quant.cu), at the shapes of
 // Qwen3-30B-A3B's experts (hidden 2048, intermediate 768) and a hidden size of 1024, for 5 tokens (the
-// tensor-core kernels) and 12 (the f32 ones).
+// tensor-core kernels), 12 (the tensor-core kernels per group of 8 tokens) and 12 with the GEMVs turned off
+// (the f32 kernels).
 #include "backend/cuda/test_util.h"
 #include "quant/random_blocks.h"
 
@@ -13,8 +14,11 @@ using cuda_test::Rig;
 
 // shared: a shared expert of the same type and shape beside the routed ones (MoeExpertsWithShared), which the
 // tensor-core kernels run as every token's last slot up to 8 tokens (else the ops' default composition).
-void CheckQuantExperts(DType type, int64_t n, int64_t hidden, int64_t inter, uint64_t seed, bool shared = false) {
-  Rig rig;
+void CheckQuantExperts(DType type, int64_t n, int64_t hidden, int64_t inter, uint64_t seed, bool shared = false,
+                       bool gemv = true) {
+  CudaOptions options;
+  options.gemv = gemv;
+  Rig rig(options);
   const int64_t experts = 16, top_k = 4;
   std::vector<HostBuffer> keep;
   ExpertWeights cpu_w, gpu_w;
@@ -56,7 +60,8 @@ void CheckQuantExperts(DType type, int64_t n, int64_t hidden, int64_t inter, uin
   const bool int8_x = type != DType::kF8E4M3B128;
   ExpectClose(rig.Gpu(out.gpu), Rig::Cpu(out.cpu), int8_x ? 5e-2 : 5e-3, int8_x ? 8e-2 : 1.5e-2,
               std::string(DTypeName(type)) + (shared ? " MoeExpertsWithShared" : " MoeExperts") + " n=" +
-                  std::to_string(n) + " H=" + std::to_string(hidden) + " I=" + std::to_string(inter));
+                  std::to_string(n) + " H=" + std::to_string(hidden) + " I=" + std::to_string(inter) +
+                  (gemv ? "" : " (no GEMVs)"));
 }
 
 TEST(CudaMoe, QuantizedExpertsMatchTheOracle) {
@@ -67,12 +72,14 @@ TEST(CudaMoe, QuantizedExpertsMatchTheOracle) {
     CheckQuantExperts(type, 5, 2048, 768, seed);
     CheckQuantExperts(type, 1, 1024, 512, seed + 100);
     CheckQuantExperts(type, 12, 1024, 512, seed + 200);
+    CheckQuantExperts(type, 12, 1024, 512, seed + 300, false, false);
     seed += 1000;
   }
 }
 
-// The shared expert in the routed experts' tensor-core kernels (1 and 5 tokens), and through the ops' default
-// composition (12 tokens), for a type of each family: 32-value groups, 16-value groups, K-quants, FP8.
+// The shared expert in the routed experts' tensor-core kernels (1 and 5 tokens; 12 per group of 8), and through
+// the ops' default composition (12 tokens without the GEMVs), for a type of each family: 32-value groups,
+// 16-value groups, K-quants, FP8.
 TEST(CudaMoe, QuantizedExpertsWithTheSharedOne) {
   INFX_REQUIRE_GPU();
   uint64_t seed = 9200;
@@ -80,6 +87,7 @@ TEST(CudaMoe, QuantizedExpertsWithTheSharedOne) {
     CheckQuantExperts(type, 1, 2048, 512, seed, true);
     CheckQuantExperts(type, 5, 1024, 768, seed + 100, true);
     CheckQuantExperts(type, 12, 1024, 512, seed + 200, true);
+    CheckQuantExperts(type, 12, 1024, 512, seed + 300, true, false);
     seed += 1000;
   }
 }
