@@ -148,7 +148,7 @@ __global__ void DequantRowsKernel(const uint8_t* w, const int32_t* ids, int64_t 
 // scale, staged as a row of one sub-block. DequantRowsKernel (one thread per sub-block writing its own 32
 // values) remains for embedding lookups and odd alignments.
 constexpr int kDequantTile = 256;
-constexpr int kDequantOutPitch = 80;  // bytes per decoded sub-block in shared memory: 64 + 16 (no bank conflicts)
+constexpr int kDequantOutPitch = 80;  // bytes per decoded sub-block in shared memory: 64 + 16 (conflict-free writes)
 template <int T>
 __host__ __device__ constexpr int DequantStageBytes() {
   return T == kF8E4M3B128 ? kDequantTile * 48
