@@ -696,13 +696,12 @@ __global__ void __launch_bounds__(kThreads)
     // Every sharer has read k's and v's rows: the last to finish writes its prepared key and value (the same
     // bits in every sharer) back in place. (One split only: the counter is the merge's, unused there.)
     if (sharers > 1) {
-      const int64_t kv_row = static_cast<int64_t>(blockIdx.x) * kv.n_kv_heads + blockIdx.y;  // (token, KV head)
+      const int64_t kv_row = static_cast<int64_t>(t) * hkv + kvh;  // (token, KV head)
       if (LastBlockToArrive(f.counter + kv_row, sharers)) {
 #pragma unroll 1
-        for (int i = threadIdx.x; i < 2 * D; i += kThreads) {
+        for (int i = tid; i < 2 * D; i += kThreads) {
           const int which = 1 + i / D, c = i % D;
-          if (c < kv.head_dim && PrepChangesRow(f.prep.t[which]))
-            static_cast<bf16*>(f.prep.t[which].x)[kv_row * kv.head_dim + c] = knew[i];
+          if (c < d && PrepChangesRow(f.prep.t[which])) static_cast<bf16*>(f.prep.t[which].x)[kv_row * d + c] = knew[i];
         }
       }
     }
