@@ -267,6 +267,14 @@ TEST(Cli, BenchWithDepth) {
   EXPECT_EQ(j["rows"][2]["test"], "tg2 @ d6");
   EXPECT_EQ(j["rows"][2]["batch"], 2);
   EXPECT_EQ(j["rows"][2]["depth"], 6);
+  // The bytes a step reads include every sequence's DeltaNet states (f32): qwen3-next-tiny has 3 such
+  // layers, a conv window of (4 - 1) x (2 x 2 x 32 + 4 x 32) values and a 4 x 32 x 32 recurrent state.
+  constexpr double kStatePerSeq = 3.0 * ((4 - 1) * (2 * 2 * 32 + 4 * 32) + 4 * 32 * 32) * 4;
+  EXPECT_FALSE(j["rows"][0].contains("bytes_per_step")) << j.dump();  // the prompt row counts FLOPs
+  EXPECT_EQ(j["rows"][1]["state_bytes_per_step"].get<double>(), kStatePerSeq) << j.dump();
+  EXPECT_EQ(j["rows"][2]["state_bytes_per_step"].get<double>(), 2 * kStatePerSeq) << j.dump();
+  EXPECT_GT(j["rows"][1]["bytes_per_step"].get<double>(), 10 * kStatePerSeq) << j.dump();
+  EXPECT_GT(j["rows"][2]["bytes_per_step"].get<double>(), j["rows"][1]["bytes_per_step"].get<double>()) << j.dump();
   fs::remove(json);
 
   r = RunCli(model);  // without --depth: the plain row name, no prefill

@@ -8,10 +8,12 @@
 //          --sync-picks waits for each step's picks first; --host-sample reads the logits back and samples
 //          them with the engine's sampler
 // For the CUDA backend it first measures the device's ceilings in the same process (copy bandwidth,
-// BF16 GEMM rate) and reports decode as the fraction of copy bandwidth used (weight + KV bytes read
-// per step / step time) and prefill as the fraction of the GEMM rate reached (model FLOPs / time).
+// BF16 GEMM rate) and reports decode as the fraction of copy bandwidth used (bytes read per step / step
+// time) and prefill as the fraction of the GEMM rate reached (model FLOPs / time).
 // Byte and FLOP counts come from the config (bf16 weights; MoE: the routed experts' distinct upper bound;
-// KV bytes as --kv-cache-dtype stores them: bf16, or with fp8 a byte per value and an f32 scale per row).
+// KV bytes as --kv-cache-dtype stores them: bf16, or with fp8 a byte per value and an f32 scale per row;
+// each sequence's f32 conv window and recurrent state of every Gated DeltaNet layer, which a step reads
+// whole). Not counted: norm and conv1d weights and the embedding row (under 0.1% of a step's bytes).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -153,6 +155,7 @@ struct Row {
   int64_t depth = 0;
   double tokens_per_s = 0, ms = 0, ceiling_fraction = -1;
   std::string ceiling;
+  double bytes = 0, state_bytes = 0;  // generation: bytes read per step, of them the DeltaNet states'
 };
 
 void Run(const BenchOptions& o) {
@@ -241,7 +244,8 @@ void Run(const BenchOptions& o) {
       const int b = static_cast<int>(b64);
       ModelCounts mc =
           Count(c, std::min<double>(c.num_experts, static_cast<double>(b) * c.num_experts_per_tok), o.kv_cache_type);
-      auto state = backend->CreateState(model->MakeStateSpec(b, depth + o.n_gen + warmup, o.kv_cache_type));
+      const StateSpec spec = model->MakeStateSpec(b, depth + o.n_gen + warmup, o.kv_cache_type);
+      auto state = backend->CreateState(spec);
       // --depth: every sequence gets its context first, in forward passes of at most kPrefillChunk tokens
       // continuing at the slot's length. Only the very last pass returns a logit row: its copy to the host
       // waits for the device, so the time printed covers the whole prefill.
@@ -338,17 +342,20 @@ void Run(const BenchOptions& o) {
             t * 1e3 / static_cast<double>(o.n_gen), t * 1e3 * us - launch_us - wait_us, launch_us, wait_us);
       }
       double step_s = t / static_cast<double>(o.n_gen);
-      // Bytes read per step: every weight but the embedding table, and the K/V of each sequence's context.
+      // Bytes read per step: every weight but the embedding table, the K/V of each sequence's context and
+      // each sequence's DeltaNet states.
       double avg_context = static_cast<double>(first) + (static_cast<double>(o.n_gen) + 1) / 2;
       // Quantized dummy weights: bytes per parameter of their type; the routers' as DummyRouterDType says.
       const double weight_bytes_per_param =
           static_cast<double>(DTypeBlockBytes(linear_dtype)) / static_cast<double>(DTypeBlockSize(linear_dtype));
       const double router_bytes_per_param = static_cast<double>(DTypeSize(DummyRouterDType(linear_dtype)));
+      const double state_bytes = static_cast<double>(b) * spec.n_linear_layers *
+                                 static_cast<double>(ConvStateElems(spec) + RecurrentStateElems(spec)) * sizeof(float);
       double bytes = weight_bytes_per_param * (mc.linear_params - mc.router_params + mc.lm_head_params) +
-                     router_bytes_per_param * mc.router_params + b * avg_context * mc.kv_bytes_per_token;
+                     router_bytes_per_param * mc.router_params + b * avg_context * mc.kv_bytes_per_token + state_bytes;
       std::string test = "tg" + std::to_string(o.n_gen);
       if (depth > 0) test += " @ d" + std::to_string(depth);
-      Row row{test, b, depth, b / step_s, step_s * 1e3, -1, ""};
+      Row row{test, b, depth, b / step_s, step_s * 1e3, -1, "", bytes, state_bytes};
       if (ceil && ceil->copy_bytes_per_s > 0) {
         row.ceiling_fraction = bytes / step_s / ceil->copy_bytes_per_s;
         row.ceiling = fmt::format("{:.0f} GB/s of {:.0f}", bytes / step_s / 1e9, ceil->copy_bytes_per_s / 1e9);
@@ -372,7 +379,11 @@ void Run(const BenchOptions& o) {
     for (size_t i = 0; i < rows.size(); ++i)
       out << (i ? ", " : "") << "{\"test\": \"" << rows[i].test << "\", \"batch\": " << rows[i].batch
           << ", \"depth\": " << rows[i].depth << ", \"tokens_per_s\": " << rows[i].tokens_per_s
-          << ", \"ms\": " << rows[i].ms << ", \"ceiling_fraction\": " << rows[i].ceiling_fraction << "}";
+          << ", \"ms\": " << rows[i].ms << ", \"ceiling_fraction\": " << rows[i].ceiling_fraction
+          << (rows[i].bytes > 0 ? fmt::format(", \"bytes_per_step\": {:.0f}, \"state_bytes_per_step\": {:.0f}",
+                                              rows[i].bytes, rows[i].state_bytes)
+                                : std::string())
+          << "}";
     out << "]}\n";
   }
 }

@@ -66,6 +66,15 @@ struct StateSpec {
   int n_k_heads = 0, n_v_heads = 0, k_head_dim = 0, v_head_dim = 0;
 };
 
+// One slot's state in one Gated DeltaNet layer, f32 on every backend: the conv window [conv_kernel - 1,
+// conv_channels] and the recurrent state [n_v_heads, k_head_dim, v_head_dim]; 0 without such layers.
+inline int64_t ConvStateElems(const StateSpec& s) {
+  return s.n_linear_layers > 0 ? static_cast<int64_t>(s.conv_kernel - 1) * s.conv_channels : 0;
+}
+inline int64_t RecurrentStateElems(const StateSpec& s) {
+  return s.n_linear_layers > 0 ? static_cast<int64_t>(s.n_v_heads) * s.k_head_dim * s.v_head_dim : 0;
+}
+
 // Per-slot state of every layer. The ops of a forward pass write the state of the batch's tokens
 // layer by layer; the model then calls Advance() once, so SlotLength() counts whole tokens.
 class SequenceState {

@@ -49,9 +49,8 @@ CpuState::CpuState(const StateSpec& spec) : SequenceState(spec) {
   keys_.resize(static_cast<size_t>(spec.n_attention_layers) * slots);
   values_.resize(keys_.size());
   size_t linear = static_cast<size_t>(spec.n_linear_layers) * slots;
-  conv_.assign(linear, std::vector<float>(static_cast<size_t>((spec.conv_kernel - 1) * spec.conv_channels), 0.0f));
-  recurrent_.assign(linear, std::vector<float>(
-                                static_cast<size_t>(spec.n_v_heads) * spec.k_head_dim * spec.v_head_dim, 0.0f));
+  conv_.assign(linear, std::vector<float>(static_cast<size_t>(ConvStateElems(spec)), 0.0f));
+  recurrent_.assign(linear, std::vector<float>(static_cast<size_t>(RecurrentStateElems(spec)), 0.0f));
 }
 
 size_t CpuState::Index(int layer, int slot) const {
