@@ -17,11 +17,9 @@ CudaState::CudaState(const StateSpec& spec, CudaBackend& backend, int64_t serial
   const int64_t slots = spec.max_slots;
   pages_per_slot_ = static_cast<int32_t>((spec.max_context + cuda::kPageSize - 1) / cuda::kPageSize);
   kv_layer_elems_ = slots * pages_per_slot_ * spec.n_kv_heads * cuda::kPageSize * static_cast<int64_t>(spec.head_dim);
-  conv_slot_elems_ = spec.n_linear_layers > 0 ? static_cast<int64_t>(spec.conv_kernel - 1) * spec.conv_channels : 0;
+  conv_slot_elems_ = ConvStateElems(spec);
   conv_layer_elems_ = conv_slot_elems_ * slots;
-  rec_slot_elems_ = spec.n_linear_layers > 0
-                        ? static_cast<int64_t>(spec.n_v_heads) * spec.k_head_dim * spec.v_head_dim
-                        : 0;
+  rec_slot_elems_ = RecurrentStateElems(spec);
   rec_layer_elems_ = rec_slot_elems_ * slots;
   cudaStream_t stream = backend_.stream();
   if (spec.n_attention_layers > 0) {
