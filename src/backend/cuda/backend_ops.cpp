@@ -46,6 +46,13 @@ unsigned PointerAlignment(const void* p) {
   return a;
 }
 
+// fn(first, count) over n tokens in groups of the quantized decode products' kQuantGemvMaxTokens tokens (9-16
+// tokens run those products once per group: each group reads the packed weights once).
+template <typename Fn>
+void ForEachDecodeGroup(int64_t n, Fn&& fn) {
+  for (int64_t i = 0; i < n; i += cuda::kQuantGemvMaxTokens) fn(i, std::min<int64_t>(cuda::kQuantGemvMaxTokens, n - i));
+}
+
 }  // namespace
 
 void CudaBackend::Embedding(const Tensor& ids, const Tensor& table, Tensor out) {
@@ -188,10 +195,7 @@ void CudaBackend::MatMul(const Tensor& x, const Tensor& w, Tensor out) {
       return;
     }
     if (options_.gemv && n <= cuda::kQuantSplitMaxTokens) {
-      for (int64_t i = 0; i < n; i += cuda::kQuantGemvMaxTokens) {
-        const int64_t rows = std::min<int64_t>(cuda::kQuantGemvMaxTokens, n - i);
-        MatMul(x.SliceRows(i, rows), w, out.SliceRows(i, rows));
-      }
+      ForEachDecodeGroup(n, [&](int64_t i, int64_t rows) { MatMul(x.SliceRows(i, rows), w, out.SliceRows(i, rows)); });
       return;
     }
     // Prefill: the weight dequantized to bf16 in the op workspace (not scratch, which would keep every
@@ -727,11 +731,10 @@ void CudaBackend::MoeExperts(const Tensor& x, const Tensor& weights, const Tenso
   if (quantized && options_.gemv && n > cuda::kQuantGemvMaxTokens && n <= cuda::kMoeGemvMaxTokens) {
     // 9-15 tokens: the tensor-core kernels per group of 8 tokens (each group reads its experts' rows once)
     // instead of the f32 kernels, which read a selected expert's rows once per token.
-    for (int64_t i = 0; i < n; i += cuda::kQuantGemvMaxTokens) {
-      const int64_t rows = std::min<int64_t>(cuda::kQuantGemvMaxTokens, n - i);
+    ForEachDecodeGroup(n, [&](int64_t i, int64_t rows) {
       MoeExperts(x.SliceRows(i, rows), weights.SliceRows(i, rows), ids.SliceRows(i, rows), experts,
                  out.SliceRows(i, rows));
-    }
+    });
     return;
   }
   Tensor act = Scratch(DType::kF32, {n, top_k, table.inter});
@@ -759,12 +762,11 @@ void CudaBackend::MoeExpertsWithShared(const Tensor& x, const Tensor& weights, c
       options_.fuse && !cuda::MoeGemvFits(n, static_cast<int32_t>(top_k), true, ExpertTableFor(experts, &shared))) {
     // 9-15 tokens of block-type experts: per group of 8 tokens, which the tensor-core kernels take with the
     // shared expert as every token's last slot (else the ops' default composition below).
-    for (int64_t i = 0; i < n; i += cuda::kQuantGemvMaxTokens) {
-      const int64_t rows = std::min<int64_t>(cuda::kQuantGemvMaxTokens, n - i);
+    ForEachDecodeGroup(n, [&](int64_t i, int64_t rows) {
       MoeExpertsWithShared(x.SliceRows(i, rows), weights.SliceRows(i, rows), ids.SliceRows(i, rows), experts,
                            SharedExpert{shared.gate, shared.up, shared.down, shared.gate_logit.SliceRows(i, rows)},
                            out.SliceRows(i, rows));
-    }
+    });
     return;
   }
   if (n > 0 && same && options_.gemv && options_.fuse && (g0.dtype == DType::kBF16 || quantized) &&
