@@ -4,13 +4,16 @@ The kernels are split into bursts wherever the GPU idles longer than --gap micro
 between decode steps); the bursts with the most common kernel count among the long ones are the decode
 steps (--last: the count of the last long burst, for runs whose prefill of a long context (-d) leaves more
 bursts of one count than there are decode steps; --count N: that count), of which the first --skip are
-dropped (warm-up). Bursts of nothing but the dummy weights' fill kernels never count. Within a step, a kernel's cost is how much later it
-ends than every kernel before it (with programmatic launches it starts while the previous one runs, so
+dropped (warm-up). Bursts of nothing but the dummy weights' fill kernels never count. --split NAME also
+cuts a burst before every launch of kernel NAME (the first kernel of a step), for steps that follow each
+other with no idle gap (greedy picks on the device queue the next step before the host reads a token: one
+burst holds several steps). Within a step, a kernel's cost is how much later it ends than every kernel
+before it (with programmatic launches it starts while the previous one runs, so
 its duration overstates it): the costs of a step add up to its span. Printed per kernel name: launches,
 cost and duration per step (microseconds), and the span of a step.
 
     python3 bench/cuda/trace_summary.py trace.csv [--gap 20] [--skip 2] [--top 30] [--min 8] [--order] [--longest]
-        [--last | --count N]
+        [--last | --count N] [--split FeedTokensKernel]
 
 --min sets how many kernels a burst needs to count as long (raise it past the loading's bursts, e.g. the
 dummy FP8 weights' three kernels per tensor, when those outnumber the decode steps).
@@ -53,6 +56,18 @@ def bursts(kernels, gap_ns):
     return out
 
 
+def split_at(bursts_in, first):
+    """Each burst cut before every kernel whose name starts with `first` (a step's first kernel)."""
+    out = []
+    for b in bursts_in:
+        out.append([])
+        for k in b:
+            if k[2].startswith(first) and out[-1]:
+                out.append([])
+            out[-1].append(k)
+    return out
+
+
 def is_fill(burst):
     """A burst of the dummy weights' fill kernels only (made at load, never part of a step)."""
     return all(name.startswith("Dummy") for _, _, name in burst)
@@ -84,8 +99,11 @@ def main(argv):
     pick = ap.add_mutually_exclusive_group()
     pick.add_argument("--last", action="store_true", help="decode steps: the kernel count of the last long burst")
     pick.add_argument("--count", type=int, help="decode steps: bursts of this many kernels")
+    ap.add_argument("--split", metavar="NAME", help="also cut before every launch of this kernel (a step's first)")
     a = ap.parse_args(argv)
     all_bursts = bursts(read_kernels(a.csv), a.gap * 1e3)
+    if a.split:
+        all_bursts = split_at(all_bursts, a.split)
     long_ones = [b for b in all_bursts if len(b) >= a.min and not is_fill(b)]
     if not long_ones:
         sys.exit(f"{a.csv}: no burst of {a.min} kernels or more")
@@ -99,7 +117,7 @@ def main(argv):
     if not steps:
         sys.exit(f"{a.csv}: no decode steps left after skipping {a.skip}")
     spans = [span(s) for s in steps]
-    print(f"{len(steps)} steps of {count} kernels (of {len(all_bursts)} bursts); span per step "
+    print(f"{len(steps)} steps of {count} kernels (of {len(all_bursts)} bursts{' and pieces' if a.split else ''}); span per step "
           f"{statistics.mean(spans) / 1e3:.1f} us (min {min(spans) / 1e3:.1f}, max {max(spans) / 1e3:.1f})")
     if a.order:
         t0 = steps[-1][0][0]
