@@ -47,9 +47,8 @@
 #             (default "--num-layers 24"), $TRACE_TAG names the logs; the CSV stays in /tmp. A prefill
 #             instead: TRACE_BENCH="-p 8192 -n 1 -b 1 -r 1" TRACE_SUMMARY=--longest (default "-p 1 -n 32
 #             -b 1 -r 1" and the decode steps); with a long context (-d in $TRACE_ARGS) the prefill's bursts
-#             can outnumber the decode steps: TRACE_SUMMARY=--last takes the count of the last burst.
-#             $TRACE_SUMMARY (trace_summary.py's options) defaults to "--split FeedTokensKernel": pipelined
-#             greedy steps follow each other with no idle gap, so a step starts at its FeedTokens launch
+#             can outnumber the decode steps: TRACE_SUMMARY=--last takes the count of the last burst
+#             (pipelined greedy steps, which leave no idle gap, are cut at their FeedTokens launch)
 #   sanitize  compute-sanitizer memcheck over the gpu tests (GTEST_FILTER, when set, applies to the op and
 #             the model tests alike here: memcheck over all of them is slow)
 #   racecheck compute-sanitizer racecheck (shared-memory hazards) over the op tests; set GTEST_FILTER to the
@@ -246,9 +245,9 @@ for step in "$@"; do
         echo "trace: exit $?"
         grep -E "^model:|GPU busy|kernel_trace|^\| tg" "$OUT/trace${TRACE_TAG:-}.log"
         # shellcheck disable=SC2086  # the same
-        python3 "$ROOT/bench/cuda/trace_summary.py" "$csv" ${TRACE_SUMMARY---split FeedTokensKernel} | tee "$OUT/trace_summary${TRACE_TAG:-}.txt"
+        python3 "$ROOT/bench/cuda/trace_summary.py" "$csv" ${TRACE_SUMMARY:-} | tee "$OUT/trace_summary${TRACE_TAG:-}.txt"
         # shellcheck disable=SC2086  # the same
-        python3 "$ROOT/bench/cuda/trace_summary.py" "$csv" ${TRACE_SUMMARY---split FeedTokensKernel} --order > "$OUT/trace_order${TRACE_TAG:-}.txt"
+        python3 "$ROOT/bench/cuda/trace_summary.py" "$csv" ${TRACE_SUMMARY:-} --order > "$OUT/trace_order${TRACE_TAG:-}.txt"
       fi ;;
     sanitize)
       echo "== compute-sanitizer memcheck"

@@ -4,16 +4,16 @@ The kernels are split into bursts wherever the GPU idles longer than --gap micro
 between decode steps); the bursts with the most common kernel count among the long ones are the decode
 steps (--last: the count of the last long burst, for runs whose prefill of a long context (-d) leaves more
 bursts of one count than there are decode steps; --count N: that count), of which the first --skip are
-dropped (warm-up). Bursts of nothing but the dummy weights' fill kernels never count. --split NAME also
-cuts a burst before every launch of kernel NAME (the first kernel of a step), for steps that follow each
-other with no idle gap (greedy picks on the device queue the next step before the host reads a token: one
-burst holds several steps). Within a step, a kernel's cost is how much later it ends than every kernel
+dropped (warm-up). Bursts of nothing but the dummy weights' fill kernels never count. A burst is also
+cut before every launch of kernel --split (default FeedTokensKernel, the first kernel of a pipelined step;
+--split '' turns it off): greedy picks on the device queue the next step before the host reads a token, so
+those steps follow each other with no idle gap and one burst holds several. Within a step, a kernel's cost is how much later it ends than every kernel
 before it (with programmatic launches it starts while the previous one runs, so
 its duration overstates it): the costs of a step add up to its span. Printed per kernel name: launches,
 cost and duration per step (microseconds), and the span of a step.
 
     python3 bench/cuda/trace_summary.py trace.csv [--gap 20] [--skip 2] [--top 30] [--min 8] [--order] [--longest]
-        [--last | --count N] [--split FeedTokensKernel]
+        [--last | --count N] [--split NAME]
 
 --min sets how many kernels a burst needs to count as long (raise it past the loading's bursts, e.g. the
 dummy FP8 weights' three kernels per tensor, when those outnumber the decode steps).
@@ -99,7 +99,8 @@ def main(argv):
     pick = ap.add_mutually_exclusive_group()
     pick.add_argument("--last", action="store_true", help="decode steps: the kernel count of the last long burst")
     pick.add_argument("--count", type=int, help="decode steps: bursts of this many kernels")
-    ap.add_argument("--split", metavar="NAME", help="also cut before every launch of this kernel (a step's first)")
+    ap.add_argument("--split", metavar="NAME", default="FeedTokensKernel",
+                    help="also cut before every launch of this kernel (a step's first; '' for none)")
     a = ap.parse_args(argv)
     all_bursts = bursts(read_kernels(a.csv), a.gap * 1e3)
     if a.split:
@@ -117,7 +118,7 @@ def main(argv):
     if not steps:
         sys.exit(f"{a.csv}: no decode steps left after skipping {a.skip}")
     spans = [span(s) for s in steps]
-    print(f"{len(steps)} steps of {count} kernels (of {len(all_bursts)} bursts{' and pieces' if a.split else ''}); span per step "
+    print(f"{len(steps)} steps of {count} kernels (of {len(all_bursts)} bursts); span per step "
           f"{statistics.mean(spans) / 1e3:.1f} us (min {min(spans) / 1e3:.1f}, max {max(spans) / 1e3:.1f})")
     if a.order:
         t0 = steps[-1][0][0]
