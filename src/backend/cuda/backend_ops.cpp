@@ -715,7 +715,11 @@ void CudaBackend::MoeExperts(const Tensor& x, const Tensor& weights, const Tenso
   const cuda::ExpertTable& table = ExpertTableFor(experts);
   INFX_CHECK(table.hidden == x.cols());
   const auto k32 = static_cast<int32_t>(top_k);
-  if (n >= cuda::kMoeGroupedMinTokens && cuda::MoeGroupedFits(table)) {
+  const bool quantized = IsBlockQuantized(static_cast<DType>(table.dtype));
+  // Block-type experts of 9 to kQuantMoeGroupsMaxTokens tokens: the decode kernels per group of 8 tokens.
+  const bool per_group =
+      quantized && options_.gemv && n > cuda::kQuantGemvMaxTokens && n <= cuda::kQuantMoeGroupsMaxTokens;
+  if (!per_group && n >= cuda::kMoeGroupedMinTokens && cuda::MoeGroupedFits(table)) {
     void* ws = Workspace(cuda::MoeGroupedScratchBytes(n, k32, table));
     Enqueue(cuda::LaunchMoeGrouped, x.data, weights.as<const float>(), ids.as<const int32_t>(), n, k32, table, ws,
             out.data);
@@ -727,10 +731,9 @@ void CudaBackend::MoeExperts(const Tensor& x, const Tensor& weights, const Tenso
                        out});
     return;
   }
-  const bool quantized = IsBlockQuantized(static_cast<DType>(table.dtype));
-  if (quantized && options_.gemv && n > cuda::kQuantGemvMaxTokens && n <= cuda::kMoeGemvMaxTokens) {
-    // 9-15 tokens: the tensor-core kernels per group of 8 tokens (each group reads its experts' rows once)
-    // instead of the f32 kernels, which read a selected expert's rows once per token.
+  if (per_group) {
+    // The tensor-core kernels per group of 8 tokens (each group reads its experts' rows once) instead of the
+    // f32 kernels, which read a selected expert's rows once per token, or the grouped GEMMs (see above).
     ForEachDecodeGroup(n, [&](int64_t i, int64_t rows) {
       MoeExperts(x.SliceRows(i, rows), weights.SliceRows(i, rows), ids.SliceRows(i, rows), experts,
                  out.SliceRows(i, rows));
@@ -758,10 +761,11 @@ void CudaBackend::MoeExpertsWithShared(const Tensor& x, const Tensor& weights, c
                     shared.down.shape == experts.down[0].shape && shared.gate.dtype == g0.dtype &&
                     shared.up.dtype == g0.dtype && shared.down.dtype == g0.dtype;
   const bool quantized = IsBlockQuantized(g0.dtype);
-  if (n > cuda::kQuantGemvMaxTokens && n <= cuda::kMoeGemvMaxTokens && same && quantized && options_.gemv &&
+  if (n > cuda::kQuantGemvMaxTokens && n <= cuda::kQuantMoeGroupsMaxTokens && same && quantized && options_.gemv &&
       options_.fuse && !cuda::MoeGemvFits(n, static_cast<int32_t>(top_k), true, ExpertTableFor(experts, &shared))) {
-    // 9-15 tokens of block-type experts: per group of 8 tokens, which the tensor-core kernels take with the
-    // shared expert as every token's last slot (else the ops' default composition below).
+    // 9 to kQuantMoeGroupsMaxTokens tokens of block-type experts (FP8 from 16): per group of 8 tokens, which
+    // the tensor-core kernels take with the shared expert as every token's last slot (else the ops' default
+    // composition below).
     ForEachDecodeGroup(n, [&](int64_t i, int64_t rows) {
       MoeExpertsWithShared(x.SliceRows(i, rows), weights.SliceRows(i, rows), ids.SliceRows(i, rows), experts,
                            SharedExpert{shared.gate, shared.up, shared.down, shared.gate_logit.SliceRows(i, rows)},

@@ -85,6 +85,11 @@ constexpr int kQuantGemvMaxTokens = 8;
 // kQuantGemvMaxTokens tokens (the packed weight read once per group) instead of dequantizing the weight to
 // bf16 and reading that back (docs/performance.md measures the crossing).
 constexpr int kQuantSplitMaxTokens = 16;
+// Block-type experts (GGUF types and FP8) beyond kQuantGemvMaxTokens (FP8: kMoeGemvMaxTokens) and up to this
+// many tokens run the decode expert kernels once per group of kQuantGemvMaxTokens tokens instead of the
+// grouped GEMMs, whose loader decodes the packed blocks at a fraction of the bandwidth (docs/performance.md
+// measures the crossing).
+constexpr int kQuantMoeGroupsMaxTokens = 64;
 // Whether quant.cu has kernels for a weight type (a DType code).
 bool QuantTypeSupported(int type);
 // out [n, rows] (act dtype) = x [n, k] bf16 @ dequant(w [rows, k])^T, n <= kQuantGemvMaxTokens.
