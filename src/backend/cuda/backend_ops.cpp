@@ -46,8 +46,9 @@ unsigned PointerAlignment(const void* p) {
   return a;
 }
 
-// fn(first, count) over n tokens in groups of the quantized decode products' kQuantGemvMaxTokens tokens (9-16
-// tokens run those products once per group: each group reads the packed weights once).
+// fn(first, count) over n tokens in groups of the quantized decode products' kQuantGemvMaxTokens tokens (9 to
+// kQuantSplitMaxTokens tokens of a dense product, 9 to kQuantMoeGroupsMaxTokens of block-type experts run those
+// products once per group: each group reads the packed weights once).
 template <typename Fn>
 void ForEachDecodeGroup(int64_t n, Fn&& fn) {
   for (int64_t i = 0; i < n; i += cuda::kQuantGemvMaxTokens) fn(i, std::min<int64_t>(cuda::kQuantGemvMaxTokens, n - i));

@@ -485,7 +485,8 @@ void ConfigureQuantMoeMma(size_t max_smem_optin);
 // Every token's routed slots are work items of their own and the down pass runs per token, so a token's
 // result does not depend on the others in the batch; the shared expert takes the tokens 8 at a time (the
 // mma's columns), which changes nothing per column either. Up to 15 tokens: from 16 the grouped GEMM
-// (kMoeGroupedMinTokens) reads each expert's weights once for all of them.
+// (kMoeGroupedMinTokens) reads each expert's weights once for all of them (FP8 experts: up to
+// kQuantMoeGroupsMaxTokens these kernels per group of 8 tokens first).
 constexpr int kMoeGemvMaxTokens = 15;
 constexpr int kMoeGemvTokenGroup = 8;
 constexpr int kMoeGemvMaxSlots = 33;
