@@ -717,9 +717,12 @@ void CudaBackend::MoeExperts(const Tensor& x, const Tensor& weights, const Tenso
   INFX_CHECK(table.hidden == x.cols());
   const auto k32 = static_cast<int32_t>(top_k);
   const bool quantized = IsBlockQuantized(static_cast<DType>(table.dtype));
-  // Block-type experts of 9 to kQuantMoeGroupsMaxTokens tokens: the decode kernels per group of 8 tokens.
-  const bool per_group =
-      quantized && options_.gemv && n > cuda::kQuantGemvMaxTokens && n <= cuda::kQuantMoeGroupsMaxTokens;
+  // Block-type experts of 9 to kQuantMoeGroupsMaxTokens tokens: the decode kernels per group of 8 tokens, where
+  // a group of 8 takes them (else the f32 kernels would read the experts per token).
+  constexpr int64_t kGroup = cuda::kQuantGemvMaxTokens;
+  const bool per_group = quantized && options_.gemv && n > kGroup && n <= cuda::kQuantMoeGroupsMaxTokens &&
+                         (cuda::MoeGemvFits(kGroup, k32, false, table) ||
+                          cuda::QuantMoeMmaFits(kGroup, k32, table, smem_optin_));
   if (!per_group && n >= cuda::kMoeGroupedMinTokens && cuda::MoeGroupedFits(table)) {
     void* ws = Workspace(cuda::MoeGroupedScratchBytes(n, k32, table));
     Enqueue(cuda::LaunchMoeGrouped, x.data, weights.as<const float>(), ids.as<const int32_t>(), n, k32, table, ws,
@@ -762,8 +765,17 @@ void CudaBackend::MoeExpertsWithShared(const Tensor& x, const Tensor& weights, c
                     shared.down.shape == experts.down[0].shape && shared.gate.dtype == g0.dtype &&
                     shared.up.dtype == g0.dtype && shared.down.dtype == g0.dtype;
   const bool quantized = IsBlockQuantized(g0.dtype);
+  // A group of 8 tokens takes the tensor-core kernels with the shared expert (checked at 8: the most shared
+  // memory), and n tokens are too many for one launch of them.
+  const auto group_fits = [&] {
+    const cuda::ExpertTable& t = ExpertTableFor(experts, &shared);
+    const auto k32 = static_cast<int32_t>(top_k);
+    constexpr int64_t kGroup = cuda::kQuantGemvMaxTokens;
+    return !cuda::MoeGemvFits(n, k32, true, t) &&
+           (cuda::MoeGemvFits(kGroup, k32, true, t) || cuda::QuantMoeSharedFits(kGroup, k32, t, smem_optin_));
+  };
   if (n > cuda::kQuantGemvMaxTokens && n <= cuda::kQuantMoeGroupsMaxTokens && same && quantized && options_.gemv &&
-      options_.fuse && !cuda::MoeGemvFits(n, static_cast<int32_t>(top_k), true, ExpertTableFor(experts, &shared))) {
+      options_.fuse && group_fits()) {
     // 9 to kQuantMoeGroupsMaxTokens tokens of block-type experts (FP8 from 16): per group of 8 tokens, which
     // the tensor-core kernels take with the shared expert as every token's last slot (else the ops' default
     // composition below).

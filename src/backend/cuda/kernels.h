@@ -462,6 +462,8 @@ void LaunchMoeGrouped(cudaStream_t s, const void* x, const float* weights, const
 // expert (ex.shared) runs in the same kernels as every token's last slot, weight sigmoid(shared_logit):
 // only where QuantMoeSharedFits (tensor cores; act then holds n * (top_k + 1) rows).
 bool QuantMoeSharedFits(int64_t n, int32_t top_k, const ExpertTable& ex, size_t max_smem_optin);
+// Whether the tensor-core kernels take n tokens of these routed experts without a shared one.
+bool QuantMoeMmaFits(int64_t n, int32_t top_k, const ExpertTable& ex, size_t max_smem_optin);
 void LaunchQuantMoeExperts(cudaStream_t s, const void* x, const float* weights, const int32_t* ids,
                            const float* shared_logit, int64_t n, int32_t top_k, ExpertTable experts, float* act,
                            void* out, size_t max_smem_optin);
