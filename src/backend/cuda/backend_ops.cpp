@@ -46,12 +46,12 @@ unsigned PointerAlignment(const void* p) {
   return a;
 }
 
-// fn(first, count) over n tokens in groups of the quantized decode products' kQuantGemvMaxTokens tokens (9 to
-// kQuantSplitMaxTokens tokens of a dense product, 9 to kQuantMoeGroupsMaxTokens of block-type experts run those
-// products once per group: each group reads the packed weights once).
+// fn(first, count) over n tokens in groups of `group` tokens, by default the quantized decode products'
+// kQuantGemvMaxTokens (up to kQuantSplitMaxTokens tokens of a dense product, 9 to kQuantMoeGroupsMaxTokens of
+// block-type experts run those products once per group: each group reads the packed weights once).
 template <typename Fn>
-void ForEachDecodeGroup(int64_t n, Fn&& fn) {
-  for (int64_t i = 0; i < n; i += cuda::kQuantGemvMaxTokens) fn(i, std::min<int64_t>(cuda::kQuantGemvMaxTokens, n - i));
+void ForEachDecodeGroup(int64_t n, Fn&& fn, int64_t group = cuda::kQuantGemvMaxTokens) {
+  for (int64_t i = 0; i < n; i += group) fn(i, std::min<int64_t>(group, n - i));
 }
 
 }  // namespace
@@ -195,8 +195,11 @@ void CudaBackend::MatMul(const Tensor& x, const Tensor& w, Tensor out) {
               out.data, Dt(out), n, m, k);
       return;
     }
-    if (options_.gemv && n <= cuda::kQuantSplitMaxTokens) {
-      ForEachDecodeGroup(n, [&](int64_t i, int64_t rows) { MatMul(x.SliceRows(i, rows), w, out.SliceRows(i, rows)); });
+    if (options_.gemv && n <= cuda::kQuantSplitMaxTokens) {  // per group of the most tokens a launch takes here
+      const int64_t group = std::max<int64_t>(
+          cuda::kQuantGemvMaxTokens, cuda::QuantGemvMmaGroupTokens(Dt(w), n, k, m, x.data, w.data, smem_optin_));
+      ForEachDecodeGroup(
+          n, [&](int64_t i, int64_t rows) { MatMul(x.SliceRows(i, rows), w, out.SliceRows(i, rows)); }, group);
       return;
     }
     // Prefill: the weight dequantized to bf16 in the op workspace (not scratch, which would keep every

@@ -85,6 +85,8 @@ constexpr int kQuantGemvMaxTokens = 8;
 // kQuantGemvMaxTokens tokens (the packed weight read once per group) instead of dequantizing the weight to
 // bf16 and reading that back (docs/performance.md measures the crossing).
 constexpr int kQuantSplitMaxTokens = 16;
+// The most tokens one launch of the tensor-core product takes (integer types; where x fits in shared memory).
+constexpr int kQuantGemvWideMaxTokens = 32;
 // Block-type experts (GGUF types and FP8) beyond kQuantGemvMaxTokens (FP8: kMoeGemvMaxTokens) and up to this
 // many tokens run the decode expert kernels once per group of kQuantGemvMaxTokens tokens instead of the
 // grouped GEMMs, whose loader decodes the packed blocks at a fraction of the bandwidth (docs/performance.md
@@ -246,13 +248,19 @@ bool GemvTakesWeights(int w_type, int64_t n, int64_t k);
 void LaunchGemvWithTail(cudaStream_t s, GemvBatch batch, GemvTail tail);
 // Once per device: lets the fused-norm GEMV use up to max_smem_optin bytes of shared memory.
 void ConfigureGemv(size_t max_smem_optin);
-// The same with block-quantized weights on tensor cores (quant_gemv_mma.cu): n <= kQuantGemvMaxTokens,
-// integer types with x rounded to int8 blocks of 32 (as llama.cpp's q8_1), FP8 with x exact (as f16
-// scaled by a power of two when it fits in shared memory, else bf16).
+// The same with block-quantized weights on tensor cores (quant_gemv_mma.cu): integer types with x rounded
+// to int8 blocks of 32 (as llama.cpp's q8_1), n <= kQuantGemvWideMaxTokens (beyond kQuantGemvMaxTokens
+// only without the SiLU pair: plain outputs), FP8 with x exact (as f16 scaled by a power of two when it fits
+// in shared memory, else bf16), n <= kQuantGemvMaxTokens.
 // QuantGemvMmaFits says whether a product qualifies (k % 256 == 0, 16-byte aligned x, w and rows, the
-// shared memory it needs within max_smem_optin); LaunchQuantGemv (quant.cu) takes the others.
+// shared memory it needs within max_smem_optin: x takes n (k + 16 + k / 4) bytes or more, so many tokens fit
+// only a short k); LaunchQuantGemv (quant.cu) takes the others.
 bool QuantGemvMmaFits(int type, int64_t n, int64_t k, int64_t rows, const void* x, const void* w,
                       size_t max_smem_optin);
+// The tokens of a group when a product of n tokens runs per group (n itself when QuantGemvMmaFits takes it;
+// else the most, a multiple of 8 below n, that it takes; 0 when it takes none).
+int64_t QuantGemvMmaGroupTokens(int type, int64_t n, int64_t k, int64_t rows, const void* x, const void* w,
+                                size_t max_smem_optin);
 void LaunchQuantGemvMma(cudaStream_t s, GemvBatch batch, size_t max_smem_optin);
 // Raises the kernels' dynamic shared-memory limit to max_smem_optin (once per device, before use).
 void ConfigureQuantGemvMma(size_t max_smem_optin);
