@@ -57,7 +57,7 @@ DType ParseType(const std::string& name) {
 int Run(const Options& o) {
   const DType type = ParseType(o.type);
   const bool bf16 = type == DType::kBF16;
-  const int64_t token_limit = bf16 ? cuda::kGemvMaxTokens : cuda::kQuantGemvMaxTokens;
+  const int64_t token_limit = bf16 ? cuda::kGemvMaxTokens : cuda::kQuantGemvWideMaxTokens;
   const std::vector<int64_t> tokens =
       ParseIntList(o.tokens, "--tokens", 1, fmt::format("a batch size from 1 to {}", token_limit), "1,8", token_limit);
   if (o.layers < 1 || o.reps < 1 || o.hidden < 1 || o.inter < 1 || o.heads < 1 || o.kv_heads < 1 || o.head_dim < 1)
@@ -108,7 +108,7 @@ int Run(const Options& o) {
       INFX_CUDA_CHECK(cudaMemsetAsync(weights.back().data(), 0x3c, layer_bytes, s));
     }
   }
-  const int64_t max_tokens = cuda::kGemvMaxTokens;
+  const int64_t max_tokens = std::max<int64_t>(cuda::kGemvMaxTokens, cuda::kQuantGemvWideMaxTokens);
   cuda::DeviceBuffer x(static_cast<size_t>(max_tokens * max_k) * 2, "x"), norm_in(x.size_bytes(), "x"),
       norm_w(static_cast<size_t>(max_k) * 2, "x"), out(static_cast<size_t>(max_tokens * max_rows) * 2, "out"),
       counter(sizeof(int32_t), "counter"), ss(static_cast<size_t>(max_tokens * max_k / 16) * 4, "sums of squares");
@@ -118,11 +118,12 @@ int Run(const Options& o) {
   INFX_CUDA_CHECK(cudaMemsetAsync(counter.data(), 0, sizeof(int32_t), s));
   INFX_CUDA_CHECK(cudaStreamSynchronize(s));
 
-  // The launch of product p of layer l for n tokens.
-  auto launch = [&](int l, size_t p, int64_t n) {
+  // The launch of product p of layer l for n tokens, from token first of x (block types: per group of the
+  // most tokens one launch takes at that shape, as the backend runs them).
+  auto launch_group = [&](int l, size_t p, int64_t n, int64_t first) {
     const Product& pr = products[p];
     cuda::GemvBatch b{};
-    b.x = x.data();
+    b.x = static_cast<const char*>(x.data()) + first * pr.k * 2;
     b.n = n;
     b.k = pr.k;
     b.w_type = static_cast<int32_t>(type);
@@ -132,7 +133,7 @@ int Run(const Options& o) {
     for (int64_t rows : pr.rows) {
       cuda::GemvSegment& sg = b.seg[b.n_segments++];
       sg.w = static_cast<const char*>(weights[static_cast<size_t>(l)].data()) + offset;
-      sg.out = static_cast<char*>(out.data()) + out_row * max_tokens * 2;
+      sg.out = static_cast<char*>(out.data()) + (out_row * max_tokens + first * rows) * 2;
       sg.rows = rows;
       sg.out_dtype = cuda::kBF16;
       offset += RowBytes(type, pr.k) * static_cast<size_t>(rows);
@@ -162,6 +163,16 @@ int Run(const Options& o) {
     } else {
       cuda::LaunchQuantGemvMma(s, b, smem_optin);
     }
+  };
+  auto launch = [&](int l, size_t p, int64_t n) {
+    int64_t group = n;
+    if (!bf16 && n > cuda::kQuantGemvMaxTokens) {
+      for (int64_t rows : products[p].rows)
+        group = std::min(group, cuda::QuantGemvMmaGroupTokens(static_cast<int>(type), n, products[p].k, rows,
+                                                              x.data(), weights[0].data(), smem_optin));
+      group = std::max<int64_t>(group, cuda::kQuantGemvMaxTokens);
+    }
+    for (int64_t i = 0; i < n; i += group) launch_group(l, p, std::min(group, n - i), i);
   };
 
   std::printf("device: %s; measured copy bandwidth %.0f GB/s (read + write); %d layers of %s weights, %.2f GB%s\n",
@@ -202,7 +213,8 @@ int main(int argc, char** argv) {
   CLI::App app{"The decode GEMVs alone: a chain of every layer's products, and each product alone (needs a GPU)"};
   app.add_option("--type", o.type, "Weight type: bf16, or a block type (q8_0, q4_k, f8_e4m3_b128, ...)")
       ->capture_default_str();
-  app.add_option("--tokens", o.tokens, "Batch sizes, comma-separated (bf16 up to 16, block types up to 8)")
+  app.add_option("--tokens", o.tokens, "Batch sizes, comma-separated (bf16 up to 16, block types up to 32: beyond 8 in one launch where x fits "
+                 "in shared memory, else per group as the backend runs them)")
       ->capture_default_str();
   app.add_option("--layers", o.layers, "Layers (fewer when they do not fit)")->capture_default_str();
   app.add_option("--reps", o.reps, "Timed runs of each graph (the median is reported)")->capture_default_str();

@@ -46,12 +46,13 @@ unsigned PointerAlignment(const void* p) {
   return a;
 }
 
-// fn(first, count) over n tokens in groups of the quantized decode products' kQuantGemvMaxTokens tokens (a dense
-// product of up to kQuantSplitMaxTokens tokens, experts of up to kMoeGemvMaxTokens run once per group: each
-// group reads the packed weights once).
+// fn(first, count) over n tokens in groups of `group` tokens, by default the quantized decode products'
+// kQuantGemvMaxTokens (a dense product of up to kQuantSplitMaxTokens tokens in groups of the most tokens one
+// launch takes; bf16 / FP8 experts up to kMoeGemvMaxTokens and block-type experts up to
+// kQuantMoeGroupsMaxTokens per group of 8: each group reads the packed weights once).
 template <typename Fn>
-void ForEachDecodeGroup(int64_t n, Fn&& fn) {
-  for (int64_t i = 0; i < n; i += cuda::kQuantGemvMaxTokens) fn(i, std::min<int64_t>(cuda::kQuantGemvMaxTokens, n - i));
+void ForEachDecodeGroup(int64_t n, Fn&& fn, int64_t group = cuda::kQuantGemvMaxTokens) {
+  for (int64_t i = 0; i < n; i += group) fn(i, std::min<int64_t>(group, n - i));
 }
 
 }  // namespace
@@ -195,8 +196,11 @@ void CudaBackend::MatMul(const Tensor& x, const Tensor& w, Tensor out) {
               out.data, Dt(out), n, m, k);
       return;
     }
-    if (options_.gemv && n <= cuda::kQuantSplitMaxTokens) {
-      ForEachDecodeGroup(n, [&](int64_t i, int64_t rows) { MatMul(x.SliceRows(i, rows), w, out.SliceRows(i, rows)); });
+    if (options_.gemv && n <= cuda::kQuantSplitMaxTokens) {  // per group of the most tokens a launch takes here
+      const int64_t group = std::max<int64_t>(
+          cuda::kQuantGemvMaxTokens, cuda::QuantGemvMmaGroupTokens(Dt(w), n, k, m, x.data, w.data, smem_optin_));
+      ForEachDecodeGroup(
+          n, [&](int64_t i, int64_t rows) { MatMul(x.SliceRows(i, rows), w, out.SliceRows(i, rows)); }, group);
       return;
     }
     // Prefill: the weight dequantized to bf16 in the op workspace (not scratch, which would keep every
@@ -716,7 +720,14 @@ void CudaBackend::MoeExperts(const Tensor& x, const Tensor& weights, const Tenso
   const cuda::ExpertTable& table = ExpertTableFor(experts);
   INFX_CHECK(table.hidden == x.cols());
   const auto k32 = static_cast<int32_t>(top_k);
-  if (n >= cuda::kMoeGroupedMinTokens && cuda::MoeGroupedFits(table)) {
+  const bool quantized = IsBlockQuantized(static_cast<DType>(table.dtype));
+  // Block-type experts of 9 to kQuantMoeGroupsMaxTokens tokens: the decode kernels per group of 8 tokens, where
+  // a group of 8 takes them (else the f32 kernels would read the experts per token).
+  constexpr int64_t kGroup = cuda::kQuantGemvMaxTokens;
+  const bool per_group = quantized && options_.gemv && n > kGroup && n <= cuda::kQuantMoeGroupsMaxTokens &&
+                         (cuda::MoeGemvFits(kGroup, k32, false, table) ||
+                          cuda::QuantMoeMmaFits(kGroup, k32, table, smem_optin_));
+  if (!per_group && n >= cuda::kMoeGroupedMinTokens && cuda::MoeGroupedFits(table)) {
     void* ws = Workspace(cuda::MoeGroupedScratchBytes(n, k32, table));
     Enqueue(cuda::LaunchMoeGrouped, x.data, weights.as<const float>(), ids.as<const int32_t>(), n, k32, table, ws,
             out.data);
@@ -728,10 +739,9 @@ void CudaBackend::MoeExperts(const Tensor& x, const Tensor& weights, const Tenso
                        out});
     return;
   }
-  const bool quantized = IsBlockQuantized(static_cast<DType>(table.dtype));
-  if (quantized && options_.gemv && n > cuda::kQuantGemvMaxTokens && n <= cuda::kMoeGemvMaxTokens) {
-    // 9-15 tokens: the tensor-core kernels per group of 8 tokens (each group reads its experts' rows once)
-    // instead of the f32 kernels, which read a selected expert's rows once per token.
+  if (per_group) {
+    // The tensor-core kernels per group of 8 tokens (each group reads its experts' rows once) instead of the
+    // f32 kernels, which read a selected expert's rows once per token, or the grouped GEMMs (see above).
     ForEachDecodeGroup(n, [&](int64_t i, int64_t rows) {
       MoeExperts(x.SliceRows(i, rows), weights.SliceRows(i, rows), ids.SliceRows(i, rows), experts,
                  out.SliceRows(i, rows));
@@ -759,10 +769,20 @@ void CudaBackend::MoeExpertsWithShared(const Tensor& x, const Tensor& weights, c
                     shared.down.shape == experts.down[0].shape && shared.gate.dtype == g0.dtype &&
                     shared.up.dtype == g0.dtype && shared.down.dtype == g0.dtype;
   const bool quantized = IsBlockQuantized(g0.dtype);
-  if (n > cuda::kQuantGemvMaxTokens && n <= cuda::kMoeGemvMaxTokens && same && quantized && options_.gemv &&
-      options_.fuse && !cuda::MoeGemvFits(n, static_cast<int32_t>(top_k), true, ExpertTableFor(experts, &shared))) {
-    // 9-15 tokens of block-type experts: per group of 8 tokens, which the tensor-core kernels take with the
-    // shared expert as every token's last slot (else the ops' default composition below).
+  // A group of 8 tokens takes the tensor-core kernels with the shared expert (checked at 8: the most shared
+  // memory), and n tokens are too many for one launch of them.
+  const auto group_fits = [&] {
+    const cuda::ExpertTable& t = ExpertTableFor(experts, &shared);
+    const auto k32 = static_cast<int32_t>(top_k);
+    constexpr int64_t kGroup = cuda::kQuantGemvMaxTokens;
+    return !cuda::MoeGemvFits(n, k32, true, t) &&
+           (cuda::MoeGemvFits(kGroup, k32, true, t) || cuda::QuantMoeSharedFits(kGroup, k32, t, smem_optin_));
+  };
+  if (n > cuda::kQuantGemvMaxTokens && n <= cuda::kQuantMoeGroupsMaxTokens && same && quantized && options_.gemv &&
+      options_.fuse && group_fits()) {
+    // 9 to kQuantMoeGroupsMaxTokens tokens of block-type experts (FP8 from 16): per group of 8 tokens, which
+    // the tensor-core kernels take with the shared expert as every token's last slot (else the ops' default
+    // composition below).
     ForEachDecodeGroup(n, [&](int64_t i, int64_t rows) {
       MoeExpertsWithShared(x.SliceRows(i, rows), weights.SliceRows(i, rows), ids.SliceRows(i, rows), experts,
                            SharedExpert{shared.gate, shared.up, shared.down, shared.gate_logit.SliceRows(i, rows)},

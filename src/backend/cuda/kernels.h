@@ -85,6 +85,14 @@ constexpr int kQuantGemvMaxTokens = 8;
 // kQuantGemvMaxTokens tokens (the packed weight read once per group) instead of dequantizing the weight to
 // bf16 and reading that back (docs/performance.md measures the crossing).
 constexpr int kQuantSplitMaxTokens = 16;
+// The most tokens one launch of the tensor-core product takes (integer types; where x fits in shared memory).
+constexpr int kQuantGemvWideMaxTokens = 32;
+// Block-type experts (GGUF types and FP8) beyond kQuantGemvMaxTokens (FP8: kMoeGemvMaxTokens) and up to this
+// many tokens run the decode expert kernels once per group of kQuantGemvMaxTokens tokens instead of the
+// grouped GEMMs, whose loader decodes the packed blocks at a fraction of the bandwidth (Qwen3-30B-A3B q4_k on
+// an H100: 32 tokens per group took 32.1 ms a step, the grouped GEMMs 34.4 ms at 16 tokens already;
+// docs/performance.md).
+constexpr int kQuantMoeGroupsMaxTokens = 32;
 // Whether quant.cu has kernels for a weight type (a DType code).
 bool QuantTypeSupported(int type);
 // out [n, rows] (act dtype) = x [n, k] bf16 @ dequant(w [rows, k])^T, n <= kQuantGemvMaxTokens.
@@ -241,13 +249,19 @@ bool GemvTakesWeights(int w_type, int64_t n, int64_t k);
 void LaunchGemvWithTail(cudaStream_t s, GemvBatch batch, GemvTail tail);
 // Once per device: lets the fused-norm GEMV use up to max_smem_optin bytes of shared memory.
 void ConfigureGemv(size_t max_smem_optin);
-// The same with block-quantized weights on tensor cores (quant_gemv_mma.cu): n <= kQuantGemvMaxTokens,
-// integer types with x rounded to int8 blocks of 32 (as llama.cpp's q8_1), FP8 with x exact (as f16
-// scaled by a power of two when it fits in shared memory, else bf16).
+// The same with block-quantized weights on tensor cores (quant_gemv_mma.cu): integer types with x rounded
+// to int8 blocks of 32 (as llama.cpp's q8_1), n <= kQuantGemvWideMaxTokens (beyond kQuantGemvMaxTokens
+// only without the SiLU pair: plain outputs), FP8 with x exact (as f16 scaled by a power of two when it fits
+// in shared memory, else bf16), n <= kQuantGemvMaxTokens.
 // QuantGemvMmaFits says whether a product qualifies (k % 256 == 0, 16-byte aligned x, w and rows, the
-// shared memory it needs within max_smem_optin); LaunchQuantGemv (quant.cu) takes the others.
+// shared memory it needs within max_smem_optin: x takes n (k + 16 + k / 4) bytes or more, so many tokens fit
+// only a short k); LaunchQuantGemv (quant.cu) takes the others.
 bool QuantGemvMmaFits(int type, int64_t n, int64_t k, int64_t rows, const void* x, const void* w,
                       size_t max_smem_optin);
+// The tokens of a group when a product of n tokens runs per group (n itself when QuantGemvMmaFits takes it;
+// else the most, a multiple of 8 below n, that it takes; 0 when it takes none).
+int64_t QuantGemvMmaGroupTokens(int type, int64_t n, int64_t k, int64_t rows, const void* x, const void* w,
+                                size_t max_smem_optin);
 void LaunchQuantGemvMma(cudaStream_t s, GemvBatch batch, size_t max_smem_optin);
 // Raises the kernels' dynamic shared-memory limit to max_smem_optin (once per device, before use).
 void ConfigureQuantGemvMma(size_t max_smem_optin);
@@ -457,6 +471,8 @@ void LaunchMoeGrouped(cudaStream_t s, const void* x, const float* weights, const
 // expert (ex.shared) runs in the same kernels as every token's last slot, weight sigmoid(shared_logit):
 // only where QuantMoeSharedFits (tensor cores; act then holds n * (top_k + 1) rows).
 bool QuantMoeSharedFits(int64_t n, int32_t top_k, const ExpertTable& ex, size_t max_smem_optin);
+// Whether the tensor-core kernels take n tokens of these routed experts without a shared one.
+bool QuantMoeMmaFits(int64_t n, int32_t top_k, const ExpertTable& ex, size_t max_smem_optin);
 void LaunchQuantMoeExperts(cudaStream_t s, const void* x, const float* weights, const int32_t* ids,
                            const float* shared_logit, int64_t n, int32_t top_k, ExpertTable experts, float* act,
                            void* out, size_t max_smem_optin);
@@ -480,7 +496,8 @@ void ConfigureQuantMoeMma(size_t max_smem_optin);
 // Every token's routed slots are work items of their own and the down pass runs per token, so a token's
 // result does not depend on the others in the batch; the shared expert takes the tokens 8 at a time (the
 // mma's columns), which changes nothing per column either. Up to 15 tokens: from 16 the grouped GEMM
-// (kMoeGroupedMinTokens) reads each expert's weights once for all of them.
+// (kMoeGroupedMinTokens) reads each expert's weights once for all of them (FP8 experts: up to
+// kQuantMoeGroupsMaxTokens these kernels per group of 8 tokens first).
 constexpr int kMoeGemvMaxTokens = 15;
 constexpr int kMoeGemvTokenGroup = 8;
 constexpr int kMoeGemvMaxSlots = 33;

@@ -279,20 +279,26 @@ struct QuantPath {
   bool mma = false;       // quant_gemv_mma.cu (else quant.cu's f32 GEMV)
   bool int8_x = false;    // x rounded to int8 blocks (integer types on the tensor-core path)
 };
-QuantPath PathFor(DType type, Shape3 s, const Tensor& x, const Tensor& w) {
+size_t SmemOptin() {
   int device = 0, optin = 0;
   cudaGetDevice(&device);
   cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+  return static_cast<size_t>(optin);
+}
+QuantPath PathFor(DType type, Shape3 s, const Tensor& x, const Tensor& w) {
+  const size_t optin = SmemOptin();
   QuantPath p;
   p.gemv = cuda::GemvTakesWeights(static_cast<int>(type), s.n, s.k) && reinterpret_cast<uintptr_t>(x.data) % 16 == 0 &&
            reinterpret_cast<uintptr_t>(w.data) % 16 == 0;
-  p.mma = !p.gemv && cuda::QuantGemvMmaFits(static_cast<int>(type), s.n, s.k, s.m, x.data, w.data, static_cast<size_t>(optin));
+  p.mma = !p.gemv && cuda::QuantGemvMmaFits(static_cast<int>(type), s.n, s.k, s.m, x.data, w.data, optin);
   p.int8_x = p.mma && type != DType::kF8E4M3B128;
   return p;
 }
 
 // GGUF block types: the dequantizing GEMVs (n <= 8; tensor cores when the shape allows, else the f32
-// kernel; up to kQuantSplitMaxTokens tokens once per group of 8) and the dequantize-then-GEMM prefill path
+// kernel; the integer types' tensor-core product up to kQuantGemvWideMaxTokens tokens in one launch where x
+// fits in shared memory; up to kQuantSplitMaxTokens tokens once per group of the most tokens a launch takes
+// at that shape) and the dequantize-then-GEMM prefill path
 // (the tiled dequantizer, and its per-thread fallback for FP8 rows that are not 16-byte aligned: k = 768),
 // and embedding lookups from a quantized table,
 // against the CPU backend's reference decoders. The CPU sees the activations the GPU path computes with
@@ -303,22 +309,30 @@ TEST(CudaMatMul, QuantizedWeights) {
   uint64_t seed = 700;
   for (DType type : {DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ8_0, DType::kQ2_K, DType::kQ3_K,
                      DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kIQ4_NL, DType::kIQ4_XS, DType::kF8E4M3B128}) {
-    int mma_cases = 0, gemv_cases = 0;
+    int mma_cases = 0, gemv_cases = 0, wide_cases = 0;
     for (Shape3 s : {Shape3{1, 4096, 4096}, Shape3{3, 1000, 2048}, Shape3{8, 512, 12288}, Shape3{2, 300, 768},
                       Shape3{5, 48, 256}, Shape3{2, 20000, 1024}, Shape3{12, 768, 2048}, Shape3{24, 512, 2048},
-                      Shape3{40, 1024, 4096}, Shape3{40, 300, 768}}) {
+                      Shape3{16, 520, 4096}, Shape3{32, 256, 4096}, Shape3{14, 256, 12288}, Shape3{40, 1024, 4096},
+                      Shape3{40, 300, 768}}) {
       HostBuffer packed = RandomQuantBlocks(type, s.m, s.k, seed, 1.0f / std::sqrt(static_cast<float>(s.k)));
       Pair w{rig.cpu.UploadWeight(packed.view()), rig.gpu.UploadWeight(packed.view())};
       const std::vector<float> xv = Rand(s.n * s.k, seed + 1, -2, 2);
       auto x = rig.Act({s.n, s.k}, xv);
-      // From 9 to kQuantSplitMaxTokens tokens: the decode product per group of 8 tokens.
-      const bool gemv = s.n <= cuda::kQuantSplitMaxTokens, split = s.n > cuda::kQuantGemvMaxTokens;
-      const Shape3 group{std::min<int64_t>(s.n, cuda::kQuantGemvMaxTokens), s.m, s.k};
+      // More than 8 tokens: one launch of the tensor-core product where it takes them all (integer types, x in
+      // shared memory), else up to kQuantSplitMaxTokens tokens per group of the most it takes (at least 8).
+      const int64_t most = s.n > cuda::kQuantGemvMaxTokens
+                               ? cuda::QuantGemvMmaGroupTokens(static_cast<int>(type), s.n, s.k, s.m, x.gpu.data,
+                                                               w.gpu.data, SmemOptin())
+                               : s.n;
+      const bool one = most == s.n, gemv = one || s.n <= cuda::kQuantSplitMaxTokens, split = gemv && !one;
+      const Shape3 group{one ? s.n : std::max<int64_t>(most, cuda::kQuantGemvMaxTokens), s.m, s.k};
       const QuantPath path = gemv ? PathFor(type, group, x.gpu, w.gpu) : QuantPath{};
       mma_cases += path.mma ? 1 : 0;
       gemv_cases += path.gemv ? 1 : 0;
+      wide_cases += path.mma && group.n > cuda::kQuantGemvMaxTokens ? 1 : 0;
       auto x_seen = path.int8_x ? rig.Act({s.n, s.k}, Int8Blocks(xv), DType::kF32) : x;
-      const std::string what = std::string(DTypeName(type)) + (split ? " per 8 tokens: " : " ") +
+      const std::string what = std::string(DTypeName(type)) +
+                               (split ? " per " + std::to_string(group.n) + " tokens: " : std::string(" ")) +
                                (gemv ? (path.gemv  ? "gemv (the bf16 kernel)"
                                         : path.mma ? "quant gemv (tensor cores)"
                                                    : "quant gemv (f32)")
@@ -345,6 +359,10 @@ TEST(CudaMatMul, QuantizedWeights) {
     } else {
       EXPECT_EQ(gemv_cases, 0) << DTypeName(type);
       EXPECT_GE(mma_cases, 3) << DTypeName(type) << ": the tensor-core GEMV took too few of the shapes";
+      // 12 x 2048, 16 x 4096 and 24 x 2048 fit every integer type's wide form in 227 KB (sm_90's opt-in).
+      if (SmemOptin() >= 227 * 1024) {
+        EXPECT_GE(wide_cases, 3) << DTypeName(type) << ": the wide form took too few";
+      }
     }
     const int64_t vocab = 300, h = 1024;
     HostBuffer table = RandomQuantBlocks(type, vocab, h, seed++, 1.0f);

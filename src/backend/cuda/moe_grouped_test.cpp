@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "backend/cuda/kernels.h"
 #include "backend/cuda/test_util.h"
 #include "quant/random_blocks.h"
 
@@ -102,7 +103,9 @@ TEST(CudaMoe, GroupedQuantizedExpertsMatchTheOracle) {
   uint64_t seed = 4000;
   for (DType type : {DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ8_0, DType::kQ2_K, DType::kQ3_K,
                      DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kIQ4_NL, DType::kIQ4_XS, DType::kF8E4M3B128}) {
-    CheckExperts(40, 1024, 768, 8, 4, SkewedIds(40, 8, 4, 5), seed, type);
+    // More tokens than the decode kernels' groups take (kQuantMoeGroupsMaxTokens).
+    constexpr int64_t n = cuda::kQuantMoeGroupsMaxTokens + 8;
+    CheckExperts(n, 1024, 768, 8, 4, SkewedIds(n, 8, 4, 5), seed, type);
     seed += 100;
   }
 }

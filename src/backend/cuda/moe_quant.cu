@@ -272,6 +272,13 @@ bool QuantMoeSharedFits(int64_t n, int32_t top_k, const ExpertTable& ex, size_t 
   return fits;
 }
 
+bool QuantMoeMmaFits(int64_t n, int32_t top_k, const ExpertTable& ex, size_t max_smem_optin) {
+  bool fits = false;
+  if (!QuantTypeSupported(ex.dtype)) return false;
+  ByQuantType(ex.dtype, [&](auto tc) { fits = MoeMmaFits<decltype(tc)::value>(n, top_k, ex, max_smem_optin); });
+  return fits;
+}
+
 void LaunchQuantMoeExperts(cudaStream_t s, const void* x, const float* weights, const int32_t* ids,
                            const float* shared_logit, int64_t n, int32_t top_k, ExpertTable ex, float* act, void* out,
                            size_t max_smem_optin) {

@@ -1,7 +1,7 @@
 // CPU-vs-CUDA test of the routed experts with block-quantized weights (moe_quant.cu), at the shapes of
 // Qwen3-30B-A3B's experts (hidden 2048, intermediate 768) and a hidden size of 1024, for 5 tokens (the
-// tensor-core kernels), 12 (the tensor-core kernels per group of 8 tokens) and 12 with the GEMVs turned off
-// (the f32 kernels).
+// tensor-core kernels), 12 and 21 (the tensor-core kernels per group of 8 tokens, up to
+// kQuantMoeGroupsMaxTokens) and 12 with the GEMVs turned off (the f32 kernels).
 #include "backend/cuda/test_util.h"
 #include "quant/random_blocks.h"
 
@@ -73,11 +73,12 @@ TEST(CudaMoe, QuantizedExpertsMatchTheOracle) {
     CheckQuantExperts(type, 1, 1024, 512, seed + 100);
     CheckQuantExperts(type, 12, 1024, 512, seed + 200);
     CheckQuantExperts(type, 12, 1024, 512, seed + 300, false, false);
+    CheckQuantExperts(type, 21, 1024, 512, seed + 400);  // 8 + 8 + 5 (FP8 too: past kMoeGemvMaxTokens)
     seed += 1000;
   }
 }
 
-// The shared expert in the routed experts' tensor-core kernels (1 and 5 tokens; 12 per group of 8), and through
+// The shared expert in the routed experts' tensor-core kernels (1 and 5 tokens; 12 and 21 per group of 8), and through
 // the ops' default composition (12 tokens without the GEMVs), for a type of each family: 32-value groups,
 // 16-value groups, K-quants, FP8.
 TEST(CudaMoe, QuantizedExpertsWithTheSharedOne) {
@@ -88,6 +89,7 @@ TEST(CudaMoe, QuantizedExpertsWithTheSharedOne) {
     CheckQuantExperts(type, 5, 1024, 768, seed + 100, true);
     CheckQuantExperts(type, 12, 1024, 512, seed + 200, true);
     CheckQuantExperts(type, 12, 1024, 512, seed + 300, true, false);
+    CheckQuantExperts(type, 21, 1024, 512, seed + 400, true);
     seed += 1000;
   }
 }

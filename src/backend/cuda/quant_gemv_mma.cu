@@ -25,6 +25,8 @@
 // The k order inside a mma step is permuted as in gemv.cu (thread (g, t) supplies consecutive values of
 // rows g and g + 8 and of token g's activations, A and B alike). Partial sums of the 8 warps are added in
 // shared memory in a fixed order (deterministic).
+#include <algorithm>
+
 #include "backend/cuda/quant_mma.cuh"
 
 namespace infernix::cuda {
@@ -33,18 +35,23 @@ namespace {
 using namespace qmma;  // NOLINT: the building blocks of this kernel family
 
 // kHalfX (FP8 only): x in shared memory as f16 (ActivationsToHalf); else x read as bf16 from global memory.
-// kOne (integer types): one token, ChunkProductInt1.
-template <int T, bool kHalfX, bool kOne>
-__global__ void __launch_bounds__(32 * kWarps, kOne || !IsIntType<T>() ? 3 : 2) QuantGemvMmaKernel(GemvBatch p) {
+// kOne (integer types): one token, ChunkProductInt1. kNt (integer types, not kOne): tiles of 8 tokens, up to
+// 8 kNt tokens, each chunk's codes decoded once for all of them (the wide form: more than 8 tokens with the
+// weights read once; one block per SM, its shared memory mostly x, so two stages from three tiles on).
+template <int T, bool kHalfX, bool kOne, int kNt = 1>
+__global__ void __launch_bounds__(32 * kWarps, kOne || !IsIntType<T>() ? 3 : kNt > 1 ? 1 : 2)
+    QuantGemvMmaKernel(GemvBatch p) {
+  static_assert(kNt == 1 || (IsIntType<T>() && !kOne), "the wide form is for integer types at several tokens");
   extern __shared__ __align__(16) uint8_t smem[];
   AllowDependentLaunch();  // the next kernel may get ready; it waits for this one's results
   const int k = static_cast<int>(p.k), n = kOne ? 1 : static_cast<int>(p.n);
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  constexpr int kCb = ChunkBytes<T>(), kW = StageWords<T>(), kStages = Stages<T>();
+  constexpr int kCb = ChunkBytes<T>(), kW = StageWords<T>(), kStages = WideStages<T, kNt>();
   constexpr int kSlots = (16 * kW + 31) / 32;  // 16-byte copies per lane per chunk, at most
   const int chunks = k / kChunk;
   const uint32_t row_bytes = static_cast<uint32_t>(chunks) * kCb;  // QuantGemvMmaFits: offsets fit 32 bits
   uint8_t* stage = smem + warp * kStages * 16 * kW * 16;
+  constexpr size_t kStageBytes = WideStageBytes<T, kNt>();
   // The block takes tiles blockIdx.x, + gridDim.x, ...; a warp takes chunks warp, warp + 8, ... of each.
   // Its work items (tile, chunk) run through one pipeline of kStages buffers, across tiles. With
   // silu_out (gate and up, equal rows) the block takes pairs of tiles instead: the gate tile and the up
@@ -145,7 +152,7 @@ __global__ void __launch_bounds__(32 * kWarps, kOne || !IsIntType<T>() ? 3 : 2) 
   for (int b = 0; b < kStages - 1; ++b) issue(b);
 
   WaitForPrevious();  // x is ready
-  uint8_t* act = smem + StageBytes<T>();
+  uint8_t* act = smem + kStageBytes;
   const bf16* x = static_cast<const bf16*>(p.x);
   constexpr int kG = GroupValues<T>(), kTs = TableStride<T>();
   float2* table = reinterpret_cast<float2*>(act) + warp * 16 * kTs;
@@ -154,23 +161,35 @@ __global__ void __launch_bounds__(32 * kWarps, kOne || !IsIntType<T>() ? 3 : 2) 
   __half* xh = reinterpret_cast<__half*>(act);
   float* xf = reinterpret_cast<float*>(act + static_cast<size_t>(n) * XqStride(k) * 2);
   if constexpr (IsIntType<T>()) {
-    QuantizeActivations<kG, 4>(x, n, k, xq, xs);
+    QuantizeActivations<kG, kOne ? 4 : 8>(x, n, k, xq, xs);
     __syncthreads();
   } else if constexpr (kHalfX) {
     ActivationsToHalf(x, n, k, xh, xf);
   }
   if (per_tile > 0 && pt < my_tiles) enter_tile(pt);  // the offsets again: their registers served x above
-  const int tok0 = min(2 * t, n - 1), tok1 = min(2 * t + 1, n - 1);  // C columns 2t, 2t + 1
-  const int tok_b = min(g, n - 1);                                   // B column g
-  const float2* xs0 = xs + tok0 * (k / kG);
-  const float2* xs1 = xs + tok1 * (k / kG);
+  // Tile i of 8 tokens: C columns 2t, 2t + 1 are tokens 8i + 2t, 8i + 2t + 1; B column g token 8i + g
+  // (tokens past n repeat the last one; their sums are not stored).
+  const int tok0 = min(2 * t, n - 1), tok1 = min(2 * t + 1, n - 1);
+  const int tok_b = min(g, n - 1);
+  const float2* xs0[kNt];
+  const float2* xs1[kNt];
+  int xb_off[kNt];
+#pragma unroll
+  for (int i = 0; i < kNt; ++i) {
+    xs0[i] = xs + min(8 * i + 2 * t, n - 1) * (k / kG);
+    xs1[i] = xs + min(8 * i + 2 * t + 1, n - 1) * (k / kG);
+    xb_off[i] = min(8 * i + g, n - 1) * static_cast<int>(XqStride(k));
+  }
 
-  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};  // rows g, g, g+8, g+8 x tokens 2t, 2t+1
-  float gate = 0.0f;                        // paired: this thread's sum of the gate tile, for the up tile
+  float acc[4 * kNt];  // tile i: rows g, g, g+8, g+8 x tokens 8i + 2t, 8i + 2t + 1
+  float gate = 0.0f;   // paired: this thread's sum of the gate tile, for the up tile
   __shared__ float partial[kWarps][4][32];
+  // The wide form's partial sums, after x: [kWarps][4 kNt][32].
+  float* wide = reinterpret_cast<float*>(act + ActBytes<T>(n, k));
   int b = 0, pb = kStages - 1;  // the buffers of the item computed and of the item staged next
   for (int ti = 0; ti < my_tiles; ++ti) {
-    acc[0] = acc[1] = acc[2] = acc[3] = 0.0f;
+#pragma unroll
+    for (int q = 0; q < 4 * kNt; ++q) acc[q] = 0.0f;
     for (int m = 0; m < per_tile; ++m) {
       const int c = warp + m * kWarps;
       issue(pb);
@@ -183,7 +202,16 @@ __global__ void __launch_bounds__(32 * kWarps, kOne || !IsIntType<T>() ? 3 : 2) 
       if constexpr (IsIntType<T>() && kOne) {
         ChunkProductInt1<T>(rows16, reinterpret_cast<float*>(table), xq + k0, xs + k0 / kG, 1.0f, lane, acc);
       } else if constexpr (IsIntType<T>()) {
-        ChunkProductInt<T>(rows16, table, xq + tok_b * XqStride(k) + k0, xs0 + k0 / kG, xs1 + k0 / kG, 1.0f, lane, acc);
+        const int8_t* xb[kNt];
+        const float2* c0[kNt];
+        const float2* c1[kNt];
+#pragma unroll
+        for (int i = 0; i < kNt; ++i) {
+          xb[i] = xq + xb_off[i] + k0;
+          c0[i] = xs0[i] + k0 / kG;
+          c1[i] = xs1[i] + k0 / kG;
+        }
+        ChunkProductInt<T, kNt>(rows16, table, xb, c0, c1, 1.0f, lane, acc);
       } else if constexpr (kHalfX) {
         ChunkProductF8<true>(rows16, xh + tok_b * XqStride(k) + k0, 1.0f, lane, acc);
       } else {
@@ -196,6 +224,26 @@ __global__ void __launch_bounds__(32 * kWarps, kOne || !IsIntType<T>() ? 3 : 2) 
       acc[1] *= xf[tok1];
       acc[2] *= xf[tok0];
       acc[3] *= xf[tok1];
+    }
+    if constexpr (kNt > 1) {  // the tile's sums over the 8 warps, in a fixed order: no pairs here
+#pragma unroll
+      for (int q = 0; q < 4 * kNt; ++q) wide[(warp * 4 * kNt + q) * 32 + lane] = acc[q];
+      __syncthreads();
+      GemvSegment sg;
+      int row0;
+      locate(tile_of(ti), &sg, &row0);
+      const int rows = static_cast<int>(sg.rows);
+      for (int o = static_cast<int>(threadIdx.x); o < 4 * kNt * 32; o += 32 * kWarps) {
+        const int q = o >> 5, ln = o & 31;
+        float sum = 0.0f;
+#pragma unroll
+        for (int i = 0; i < kWarps; ++i) sum += wide[(i * 4 * kNt + q) * 32 + ln];
+        const int row = row0 + (ln >> 2) + ((q & 3) >= 2 ? 8 : 0);
+        const int token = 8 * (q >> 2) + 2 * (ln & 3) + (q & 1);
+        if (row < rows && token < n) StoreF(sg.out, sg.out_dtype, static_cast<int64_t>(token) * rows + row, sum);
+      }
+      __syncthreads();
+      continue;
     }
     // The tile's sums over the 8 warps, in a fixed order.
 #pragma unroll
@@ -224,9 +272,17 @@ __global__ void __launch_bounds__(32 * kWarps, kOne || !IsIntType<T>() ? 3 : 2) 
   }
 }
 
+// Tiles of 8 tokens a launch of n tokens takes.
+int Tiles(int64_t n) { return static_cast<int>((n + 7) / 8); }
+
 template <int T, bool kHalfX>
 size_t SmemBytes(int64_t n, int64_t k) {
-  if constexpr (IsIntType<T>()) return StageBytes<T>() + ActBytes<T>(n, k);
+  if constexpr (IsIntType<T>()) {
+    const int nt = Tiles(n);
+    if (nt <= 1) return StageBytes<T>() + ActBytes<T>(n, k);
+    const size_t stages = nt == 2 ? WideStageBytes<T, 2>() : WideStageBytes<T, 3>();  // 3 and 4 alike
+    return stages + ActBytes<T>(n, k) + sizeof(float) * kWarps * 4 * nt * 32;  // + the wide form's partial sums
+  }
   return StageBytes<T>() + (kHalfX ? static_cast<size_t>(n * XqStride(k) * 2 + n * 4) : 0);
 }
 
@@ -236,17 +292,18 @@ bool HalfXFits(int64_t n, int64_t k, size_t max_smem_optin) {
   return SmemBytes<kF8E4M3B128, true>(n, k) + kStaticSmem <= max_smem_optin;
 }
 
-template <int T, bool kHalfX, bool kOne>
+template <int T, bool kHalfX, bool kOne, int kNt = 1>
 void Configure(size_t max_smem_optin) {
-  INFX_CUDA_CHECK(cudaFuncSetAttribute(QuantGemvMmaKernel<T, kHalfX, kOne>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+  INFX_CUDA_CHECK(cudaFuncSetAttribute(QuantGemvMmaKernel<T, kHalfX, kOne, kNt>,
+                                       cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        static_cast<int>(max_smem_optin - kStaticSmem)));
 }
 
 // One block per tile, at most as many as fit on the device at once (each then loops over tiles).
-template <int T, bool kHalfX, bool kOne = false>
+template <int T, bool kHalfX, bool kOne = false, int kNt = 1>
 void Launch(cudaStream_t s, const GemvBatch& batch, int64_t tiles) {
   const size_t smem = SmemBytes<T, kHalfX>(batch.n, batch.k);
-  auto* kernel = QuantGemvMmaKernel<T, kHalfX, kOne>;
+  auto* kernel = QuantGemvMmaKernel<T, kHalfX, kOne, kNt>;
   const int64_t units = batch.silu_out != nullptr ? tiles / 2 : tiles;
   LaunchDependent(kernel, PersistentBlocks(kernel, 32 * kWarps, smem, units), 32 * kWarps, smem, s, batch);
 }
@@ -258,7 +315,12 @@ void ConfigureQuantGemvMma(size_t max_smem_optin) {
     ByQuantType(type, [&](auto tc) {
       constexpr int T = decltype(tc)::value;
       Configure<T, false, false>(max_smem_optin);
-      if constexpr (IsIntType<T>()) Configure<T, false, true>(max_smem_optin);
+      if constexpr (IsIntType<T>()) {
+        Configure<T, false, true>(max_smem_optin);
+        Configure<T, false, false, 2>(max_smem_optin);
+        Configure<T, false, false, 3>(max_smem_optin);
+        Configure<T, false, false, 4>(max_smem_optin);
+      }
     });
   }
   Configure<kF8E4M3B128, true, false>(max_smem_optin);
@@ -266,7 +328,8 @@ void ConfigureQuantGemvMma(size_t max_smem_optin) {
 
 bool QuantGemvMmaFits(int type, int64_t n, int64_t k, int64_t rows, const void* x, const void* w,
                       size_t max_smem_optin) {
-  if (!QuantTypeSupported(type) || n < 1 || n > kQuantGemvMaxTokens || rows < 1 || k % kChunk != 0) return false;
+  if (!QuantTypeSupported(type) || n < 1 || rows < 1 || k % kChunk != 0) return false;
+  if (n > (type == kF8E4M3B128 ? kQuantGemvMaxTokens : kQuantGemvWideMaxTokens)) return false;
   if ((reinterpret_cast<uintptr_t>(x) & 15u) != 0 || (reinterpret_cast<uintptr_t>(w) & 15u) != 0) return false;
   if (k > (int64_t{1} << 24) || rows > (int64_t{1} << 24)) return false;  // 32-bit index math
   return ByQuantType(type, [&](auto tc) {
@@ -277,7 +340,16 @@ bool QuantGemvMmaFits(int type, int64_t n, int64_t k, int64_t rows, const void* 
   });
 }
 
+int64_t QuantGemvMmaGroupTokens(int type, int64_t n, int64_t k, int64_t rows, const void* x, const void* w,
+                                size_t max_smem_optin) {
+  if (QuantGemvMmaFits(type, n, k, rows, x, w, max_smem_optin)) return n;
+  for (int64_t g = std::min<int64_t>(n - 1, kQuantGemvWideMaxTokens) / 8 * 8; g >= 8; g -= 8)
+    if (QuantGemvMmaFits(type, g, k, rows, x, w, max_smem_optin)) return g;
+  return 0;
+}
+
 void LaunchQuantGemvMma(cudaStream_t s, GemvBatch batch, size_t max_smem_optin) {
+  INFX_CHECK(batch.n <= kQuantGemvMaxTokens || (batch.silu_out == nullptr && batch.res.out == nullptr));
   INFX_CHECK(batch.silu_out == nullptr || (batch.n_segments == 2 && batch.seg[0].rows == batch.seg[1].rows &&
                                            batch.seg[0].out_dtype == kBF16 && batch.seg[1].out_dtype == kBF16));
   int64_t tiles = 0;
@@ -289,7 +361,12 @@ void LaunchQuantGemvMma(cudaStream_t s, GemvBatch batch, size_t max_smem_optin) 
     ByQuantType(batch.w_type, [&](auto tc) {
       constexpr int T = decltype(tc)::value;
       if constexpr (IsIntType<T>()) {
-        if (batch.n == 1) return Launch<T, false, true>(s, batch, tiles);
+        switch (Tiles(batch.n)) {
+          case 1: return batch.n == 1 ? Launch<T, false, true>(s, batch, tiles) : Launch<T, false>(s, batch, tiles);
+          case 2: return Launch<T, false, false, 2>(s, batch, tiles);
+          case 3: return Launch<T, false, false, 3>(s, batch, tiles);
+          default: return Launch<T, false, false, 4>(s, batch, tiles);
+        }
       }
       Launch<T, false>(s, batch, tiles);
     });

@@ -32,6 +32,16 @@ template <int T>
 __host__ __device__ constexpr size_t StageBytes() {
   return static_cast<size_t>(kWarps) * Stages<T>() * 16 * StageWords<T>() * 16;
 }
+// The dense product's wide form (quant_gemv_mma.cu, kNt tiles of 8 tokens): x takes most of the shared
+// memory, so from three tiles on the warps stage two chunks, not three.
+template <int T, int kNt>
+__host__ __device__ constexpr int WideStages() {
+  return kNt >= 3 ? 2 : Stages<T>();
+}
+template <int T, int kNt>
+__host__ __device__ constexpr size_t WideStageBytes() {
+  return static_cast<size_t>(kWarps) * WideStages<T, kNt>() * 16 * StageWords<T>() * 16;
+}
 template <int T>
 __host__ __device__ constexpr bool IsIntType() {
   return T != kF8E4M3B128;
@@ -230,53 +240,54 @@ __device__ __forceinline__ void E4m3x4ToBf16(uint32_t v, uint32_t* lo, uint32_t*
 }
 
 // Rounds x [n, k] to int8 blocks of 32 in shared memory (integer types), with {dx, dx * sum} per group
-// of G values; a thread takes 8 values at a time. The loads of kBatch rounds are issued before any is
-// used (x comes from L2 or memory: one wait instead of kBatch; more registers while it runs).
+// of G values; a thread takes 8 values at a time, over all tokens at once (x is contiguous: unit u is
+// values 8u .. 8u + 7 of the flattened x). The loads of kBatch rounds are issued before any is used (x comes
+// from L2 or memory: one wait instead of kBatch; more registers while it runs), across token boundaries, so
+// that 8 tokens of 4,096 values take 2 waits at kBatch 8 rather than one or more per token.
 template <int G, int kBatch = 1>
 __device__ __forceinline__ void QuantizeActivations(const bf16* x, int n, int k, int8_t* xq, float2* xs) {
   const int per_token = k / 8;  // a multiple of 32: groups of 4 threads stay inside one 32-value block
+  const int total = n * per_token;
   const int step = static_cast<int>(blockDim.x);
-  for (int tk = 0; tk < n; ++tk) {
-    const bf16* xt = x + static_cast<int64_t>(tk) * k;
-    for (int u0 = 0; u0 < per_token; u0 += kBatch * step) {
-      uint4 raw[kBatch];
+  for (int u0 = 0; u0 < total; u0 += kBatch * step) {
+    uint4 raw[kBatch];
 #pragma unroll
-      for (int r = 0; r < kBatch; ++r) {
-        const int u = u0 + r * step + static_cast<int>(threadIdx.x);
-        if (u0 + r * step < per_token) raw[r] = *reinterpret_cast<const uint4*>(xt + (u < per_token ? u * 8 : 0));
+    for (int r = 0; r < kBatch; ++r) {
+      const int u = u0 + r * step + static_cast<int>(threadIdx.x);
+      if (u0 + r * step < total)
+        raw[r] = *reinterpret_cast<const uint4*>(x + static_cast<int64_t>(u < total ? u : 0) * 8);
+    }
+#pragma unroll
+    for (int r = 0; r < kBatch; ++r) {
+      if (u0 + r * step >= total) break;  // the same for the whole block
+      const int u = u0 + r * step + static_cast<int>(threadIdx.x);
+      const bool ok = u < total;
+      const int tk = ok ? u / per_token : 0;
+      const int v0 = ok ? (u - tk * per_token) * 8 : 0;
+      float v[8];
+      const bf16* e = reinterpret_cast<const bf16*>(&raw[r]);
+#pragma unroll
+      for (int i = 0; i < 8; ++i) v[i] = __bfloat162float(e[i]);
+      float amax = 0.0f;
+#pragma unroll
+      for (int i = 0; i < 8; ++i) amax = fmaxf(amax, fabsf(v[i]));
+      amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
+      amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
+      const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+      uint32_t packed[2] = {0, 0};
+      int sum = 0;
+#pragma unroll
+      for (int i = 0; i < 8; ++i) {
+        const int q = __float2int_rn(v[i] * inv);
+        sum += q;
+        packed[i / 4] |= (static_cast<uint32_t>(q) & 0xFFu) << (8 * (i % 4));
       }
-#pragma unroll
-      for (int r = 0; r < kBatch; ++r) {
-        if (u0 + r * step >= per_token) break;  // the same for the whole block
-        const int u = u0 + r * step + static_cast<int>(threadIdx.x);
-        const bool ok = u < per_token;
-        const int v0 = ok ? u * 8 : 0;
-        float v[8];
-        const bf16* e = reinterpret_cast<const bf16*>(&raw[r]);
-#pragma unroll
-        for (int i = 0; i < 8; ++i) v[i] = __bfloat162float(e[i]);
-        float amax = 0.0f;
-#pragma unroll
-        for (int i = 0; i < 8; ++i) amax = fmaxf(amax, fabsf(v[i]));
-        amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
-        amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
-        const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
-        uint32_t packed[2] = {0, 0};
-        int sum = 0;
-#pragma unroll
-        for (int i = 0; i < 8; ++i) {
-          const int q = __float2int_rn(v[i] * inv);
-          sum += q;
-          packed[i / 4] |= (static_cast<uint32_t>(q) & 0xFFu) << (8 * (i % 4));
-        }
-        sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-        if constexpr (G == 32) sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-        if (ok) {
-          *reinterpret_cast<uint2*>(xq + tk * XqStride(k) + v0) = make_uint2(packed[0], packed[1]);
-          const float dx = amax / 127.0f;
-          if ((threadIdx.x & (G / 8 - 1)) == 0)
-            xs[tk * (k / G) + v0 / G] = make_float2(dx, dx * static_cast<float>(sum));
-        }
+      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+      if constexpr (G == 32) sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+      if (ok) {
+        *reinterpret_cast<uint2*>(xq + tk * XqStride(k) + v0) = make_uint2(packed[0], packed[1]);
+        const float dx = amax / 127.0f;
+        if ((threadIdx.x & (G / 8 - 1)) == 0) xs[tk * (k / G) + v0 / G] = make_float2(dx, dx * static_cast<float>(sum));
       }
     }
   }
@@ -362,30 +373,30 @@ __device__ __forceinline__ void StageChunk(uint8_t* dst, const uint8_t* w, int r
   }
 }
 
-// The integer mma of scale group j of rows g and g + 8 (codes wg / wh, 32 values, or gi: 16 values read from
-// rg / rh) with this thread's B row xb: C columns 2t, 2t + 1 into cc (zeroed first).
+// The integer mma of scale group j of rows g and g + 8 (codes wg / wh, 32 values, or a0 / a1: 16 values) with
+// this thread's B row xb: C columns 2t, 2t + 1 into cc (zeroed first).
 template <int T>
 __device__ __forceinline__ void GroupMma32(const int8_t* xb, int j, int t, uint2 wg, uint2 wh, int* cc) {
   const uint2 bx = *reinterpret_cast<const uint2*>(xb + 32 * j + 8 * t);
   cc[0] = cc[1] = cc[2] = cc[3] = 0;
   MmaInt32<T == kQ8_0 || T == kIQ4_NL || T == kIQ4_XS>(cc, wg.x, wh.x, wg.y, wh.y, bx.x, bx.y);
 }
-template <int T>
-__device__ __forceinline__ void GroupMma16(const uint8_t* rg, const uint8_t* rh, const int8_t* xb, int gi, int t,
-                                           int* cc) {
+__device__ __forceinline__ void GroupMma16(const int8_t* xb, int gi, int t, uint32_t a0, uint32_t a1, int* cc) {
   const uint32_t bx = *reinterpret_cast<const uint32_t*>(xb + 16 * gi + 4 * t);
   cc[0] = cc[1] = cc[2] = cc[3] = 0;
-  MmaInt<false>(cc, Codes16<T>(rg, gi, t), Codes16<T>(rh, gi, t), bx);
+  MmaInt<false>(cc, a0, a1, bx);
 }
 
-// Adds factor x (one staged chunk of an integer type) @ (int8 activations) to acc: rows g, g, g+8, g+8 of
-// the chunk times the C columns 2t, 2t+1. rows16: the chunk's 16 rows, StageWords<T>() words apart; xb:
-// this thread's B row (token of column g) at the chunk's first value; xs0, xs1: the {dx, dx * sum} of the
-// C columns' tokens at the chunk's first scale group; table: this warp's scale table.
-template <int T>
-__device__ __forceinline__ void ChunkProductInt(const uint8_t* rows16, float2* table, const int8_t* xb,
-                                                const float2* xs0, const float2* xs1, float factor, int lane,
-                                                float* acc) {
+// Adds factor x (one staged chunk of an integer type) @ (int8 activations) to acc for NT tiles of 8 tokens:
+// acc[4 i .. 4 i + 3] are rows g, g, g+8, g+8 of the chunk times tile i's C columns 2t, 2t+1. rows16: the
+// chunk's 16 rows, StageWords<T>() words apart; xb[i]: this thread's B row in tile i (token of column g) at
+// the chunk's first value; xs0[i], xs1[i]: the {dx, dx * sum} of tile i's C columns' tokens at the chunk's
+// first scale group; table: this warp's scale table. The weights' codes and scales are decoded once for
+// all NT tiles.
+template <int T, int NT = 1>
+__device__ __forceinline__ void ChunkProductInt(const uint8_t* rows16, float2* table, const int8_t* const* xb,
+                                                const float2* const* xs0, const float2* const* xs1, float factor,
+                                                int lane, float* acc) {
   constexpr int kG = GroupValues<T>(), kTs = TableStride<T>(), kW = StageWords<T>(), kGroups = kChunk / kG;
   const int g = lane >> 2, t = lane & 3;
   const uint8_t* rg = rows16 + g * kW * 16;  // row g's chunk
@@ -400,28 +411,37 @@ __device__ __forceinline__ void ChunkProductInt(const uint8_t* rows16, float2* t
     table[r * kTs + grp] = make_float2(factor * sc, factor * mn);
   }
   __syncwarp();
-  // acc += scale_row * (dx * sum(code * xq)) - min_row * dx * sum(xq), for one scale group.
-  auto accumulate = [&](const int* cc, int grp) {
+  // acc += scale_row * (dx * sum(code * xq)) - min_row * dx * sum(xq), for one scale group and tile i.
+  auto accumulate = [&](const int* cc, int grp, int i) {
     const float2 sg = table[g * kTs + grp], sh = table[(g + 8) * kTs + grp];
-    const float2 x0 = xs0[grp], x1 = xs1[grp];
-    acc[0] = fmaf(sg.x, x0.x * static_cast<float>(cc[0]), fmaf(-sg.y, x0.y, acc[0]));
-    acc[1] = fmaf(sg.x, x1.x * static_cast<float>(cc[1]), fmaf(-sg.y, x1.y, acc[1]));
-    acc[2] = fmaf(sh.x, x0.x * static_cast<float>(cc[2]), fmaf(-sh.y, x0.y, acc[2]));
-    acc[3] = fmaf(sh.x, x1.x * static_cast<float>(cc[3]), fmaf(-sh.y, x1.y, acc[3]));
+    const float2 x0 = xs0[i][grp], x1 = xs1[i][grp];
+    float* a = acc + 4 * i;
+    a[0] = fmaf(sg.x, x0.x * static_cast<float>(cc[0]), fmaf(-sg.y, x0.y, a[0]));
+    a[1] = fmaf(sg.x, x1.x * static_cast<float>(cc[1]), fmaf(-sg.y, x1.y, a[1]));
+    a[2] = fmaf(sh.x, x0.x * static_cast<float>(cc[2]), fmaf(-sh.y, x0.y, a[2]));
+    a[3] = fmaf(sh.x, x1.x * static_cast<float>(cc[3]), fmaf(-sh.y, x1.y, a[3]));
   };
   if constexpr (kG == 32) {
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
-      int cc[4];
-      GroupMma32<T>(xb, j, t, Codes32<T>(rg, j, t), Codes32<T>(rh, j, t), cc);
-      accumulate(cc, j);
+      const uint2 wg = Codes32<T>(rg, j, t), wh = Codes32<T>(rh, j, t);
+#pragma unroll
+      for (int i = 0; i < NT; ++i) {
+        int cc[4];
+        GroupMma32<T>(xb[i], j, t, wg, wh, cc);
+        accumulate(cc, j, i);
+      }
     }
   } else {
 #pragma unroll
     for (int gi = 0; gi < 16; ++gi) {
-      int cc[4];
-      GroupMma16<T>(rg, rh, xb, gi, t, cc);
-      accumulate(cc, gi);
+      const uint32_t a0 = Codes16<T>(rg, gi, t), a1 = Codes16<T>(rh, gi, t);
+#pragma unroll
+      for (int i = 0; i < NT; ++i) {
+        int cc[4];
+        GroupMma16(xb[i], gi, t, a0, a1, cc);
+        accumulate(cc, gi, i);
+      }
     }
   }
 }
@@ -546,7 +566,7 @@ __device__ __forceinline__ void ChunkProductInt1(const uint8_t* rows16, float* t
 #pragma unroll
     for (int gi = 0; gi < 16; ++gi) {
       int cc[4];
-      GroupMma16<T>(rg, rh, xb, gi, t, cc);
+      GroupMma16(xb, gi, t, Codes16<T>(rg, gi, t), Codes16<T>(rh, gi, t), cc);
       if (gi % 4 == 0) {
         tg = *reinterpret_cast<const float4*>(tg_row + gi);
         th = *reinterpret_cast<const float4*>(th_row + gi);
