@@ -166,12 +166,10 @@ int Run(const Options& o) {
   };
   auto launch = [&](int l, size_t p, int64_t n) {
     int64_t group = n;
-    if (!bf16 && n > cuda::kQuantGemvMaxTokens) {
+    if (!bf16)
       for (int64_t rows : products[p].rows)
         group = std::min(group, cuda::QuantGemvMmaGroupTokens(static_cast<int>(type), n, products[p].k, rows,
                                                               x.data(), weights[0].data(), smem_optin));
-      group = std::max<int64_t>(group, cuda::kQuantGemvMaxTokens);
-    }
     for (int64_t i = 0; i < n; i += group) launch_group(l, p, std::min(group, n - i), i);
   };
 
@@ -213,8 +211,9 @@ int main(int argc, char** argv) {
   CLI::App app{"The decode GEMVs alone: a chain of every layer's products, and each product alone (needs a GPU)"};
   app.add_option("--type", o.type, "Weight type: bf16, or a block type (q8_0, q4_k, f8_e4m3_b128, ...)")
       ->capture_default_str();
-  app.add_option("--tokens", o.tokens, "Batch sizes, comma-separated (bf16 up to 16, block types up to 32: beyond 8 in one launch where x fits "
-                 "in shared memory, else per group as the backend runs them)")
+  app.add_option("--tokens", o.tokens,
+                 "Batch sizes, comma-separated (bf16 up to 16, block types up to 32: beyond 8 in one launch where x "
+                 "fits in shared memory, else per group as the backend runs them)")
       ->capture_default_str();
   app.add_option("--layers", o.layers, "Layers (fewer when they do not fit)")->capture_default_str();
   app.add_option("--reps", o.reps, "Timed runs of each graph (the median is reported)")->capture_default_str();

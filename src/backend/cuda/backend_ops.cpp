@@ -197,8 +197,7 @@ void CudaBackend::MatMul(const Tensor& x, const Tensor& w, Tensor out) {
       return;
     }
     if (options_.gemv && n <= cuda::kQuantSplitMaxTokens) {  // per group of the most tokens a launch takes here
-      const int64_t group = std::max<int64_t>(
-          cuda::kQuantGemvMaxTokens, cuda::QuantGemvMmaGroupTokens(Dt(w), n, k, m, x.data, w.data, smem_optin_));
+      const int64_t group = cuda::QuantGemvMmaGroupTokens(Dt(w), n, k, m, x.data, w.data, smem_optin_);
       ForEachDecodeGroup(
           n, [&](int64_t i, int64_t rows) { MatMul(x.SliceRows(i, rows), w, out.SliceRows(i, rows)); }, group);
       return;

@@ -258,8 +258,9 @@ void ConfigureGemv(size_t max_smem_optin);
 // only a short k); LaunchQuantGemv (quant.cu) takes the others.
 bool QuantGemvMmaFits(int type, int64_t n, int64_t k, int64_t rows, const void* x, const void* w,
                       size_t max_smem_optin);
-// The tokens of a group when a product of n tokens runs per group (n itself when QuantGemvMmaFits takes it;
-// else the most, a multiple of 8 below n, that it takes; 0 when it takes none).
+// The tokens of a group when a product of n tokens runs per group: n itself when n <= kQuantGemvMaxTokens or
+// QuantGemvMmaFits takes it; else the most, a multiple of 8 below n, that it takes, and at least
+// kQuantGemvMaxTokens (which LaunchQuantGemv takes where the tensor-core product does not).
 int64_t QuantGemvMmaGroupTokens(int type, int64_t n, int64_t k, int64_t rows, const void* x, const void* w,
                                 size_t max_smem_optin);
 void LaunchQuantGemvMma(cudaStream_t s, GemvBatch batch, size_t max_smem_optin);

@@ -320,12 +320,10 @@ TEST(CudaMatMul, QuantizedWeights) {
       auto x = rig.Act({s.n, s.k}, xv);
       // More than 8 tokens: one launch of the tensor-core product where it takes them all (integer types, x in
       // shared memory), else up to kQuantSplitMaxTokens tokens per group of the most it takes (at least 8).
-      const int64_t most = s.n > cuda::kQuantGemvMaxTokens
-                               ? cuda::QuantGemvMmaGroupTokens(static_cast<int>(type), s.n, s.k, s.m, x.gpu.data,
-                                                               w.gpu.data, SmemOptin())
-                               : s.n;
-      const bool one = most == s.n, gemv = one || s.n <= cuda::kQuantSplitMaxTokens, split = gemv && !one;
-      const Shape3 group{one ? s.n : std::max<int64_t>(most, cuda::kQuantGemvMaxTokens), s.m, s.k};
+      const Shape3 group{cuda::QuantGemvMmaGroupTokens(static_cast<int>(type), s.n, s.k, s.m, x.gpu.data, w.gpu.data,
+                                                        SmemOptin()),
+                         s.m, s.k};
+      const bool one = group.n == s.n, gemv = one || s.n <= cuda::kQuantSplitMaxTokens, split = gemv && !one;
       const QuantPath path = gemv ? PathFor(type, group, x.gpu, w.gpu) : QuantPath{};
       mma_cases += path.mma ? 1 : 0;
       gemv_cases += path.gemv ? 1 : 0;

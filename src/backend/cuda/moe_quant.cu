@@ -265,18 +265,15 @@ void ConfigureQuantMoeMma(size_t max_smem_optin) {
   for (int type : kQuantTypes) ByQuantType(type, configure);
 }
 
-bool QuantMoeSharedFits(int64_t n, int32_t top_k, const ExpertTable& ex, size_t max_smem_optin) {
-  bool fits = false;
-  if (ex.shared == 0 || !QuantTypeSupported(ex.dtype)) return false;
-  ByQuantType(ex.dtype, [&](auto tc) { fits = MoeMmaFits<decltype(tc)::value>(n, top_k + 1, ex, max_smem_optin); });
-  return fits;
-}
-
 bool QuantMoeMmaFits(int64_t n, int32_t top_k, const ExpertTable& ex, size_t max_smem_optin) {
   bool fits = false;
   if (!QuantTypeSupported(ex.dtype)) return false;
   ByQuantType(ex.dtype, [&](auto tc) { fits = MoeMmaFits<decltype(tc)::value>(n, top_k, ex, max_smem_optin); });
   return fits;
+}
+
+bool QuantMoeSharedFits(int64_t n, int32_t top_k, const ExpertTable& ex, size_t max_smem_optin) {
+  return ex.shared != 0 && QuantMoeMmaFits(n, top_k + 1, ex, max_smem_optin);  // the shared expert: one more slot
 }
 
 void LaunchQuantMoeExperts(cudaStream_t s, const void* x, const float* weights, const int32_t* ids,

@@ -46,12 +46,12 @@ __global__ void __launch_bounds__(32 * kWarps, kOne || !IsIntType<T>() ? 3 : kNt
   AllowDependentLaunch();  // the next kernel may get ready; it waits for this one's results
   const int k = static_cast<int>(p.k), n = kOne ? 1 : static_cast<int>(p.n);
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  constexpr int kCb = ChunkBytes<T>(), kW = StageWords<T>(), kStages = WideStages<T, kNt>();
+  constexpr int kCb = ChunkBytes<T>(), kW = StageWords<T>(), kStages = WideStages<T>(kNt);
   constexpr int kSlots = (16 * kW + 31) / 32;  // 16-byte copies per lane per chunk, at most
   const int chunks = k / kChunk;
   const uint32_t row_bytes = static_cast<uint32_t>(chunks) * kCb;  // QuantGemvMmaFits: offsets fit 32 bits
   uint8_t* stage = smem + warp * kStages * 16 * kW * 16;
-  constexpr size_t kStageBytes = WideStageBytes<T, kNt>();
+  constexpr size_t kStageBytes = WideStageBytes<T>(kNt);
   // The block takes tiles blockIdx.x, + gridDim.x, ...; a warp takes chunks warp, warp + 8, ... of each.
   // Its work items (tile, chunk) run through one pipeline of kStages buffers, across tiles. With
   // silu_out (gate and up, equal rows) the block takes pairs of tiles instead: the gate tile and the up
@@ -242,29 +242,27 @@ __global__ void __launch_bounds__(32 * kWarps, kOne || !IsIntType<T>() ? 3 : kNt
         const int token = 8 * (q >> 2) + 2 * (ln & 3) + (q & 1);
         if (row < rows && token < n) StoreF(sg.out, sg.out_dtype, static_cast<int64_t>(token) * rows + row, sum);
       }
+    } else {  // the tile's sums over the 8 warps, in a fixed order
+#pragma unroll
+      for (int q = 0; q < 4; ++q) partial[warp][q][lane] = acc[q];
       __syncthreads();
-      continue;
-    }
-    // The tile's sums over the 8 warps, in a fixed order.
+      if (threadIdx.x < 4 * 32) {
+        GemvSegment sg;
+        int row0;
+        locate(tile_of(ti), &sg, &row0);
+        const int q = threadIdx.x >> 5, ln = threadIdx.x & 31, rows = static_cast<int>(sg.rows);
+        float sum = 0.0f;
 #pragma unroll
-    for (int q = 0; q < 4; ++q) partial[warp][q][lane] = acc[q];
-    __syncthreads();
-    if (threadIdx.x < 4 * 32) {
-      GemvSegment sg;
-      int row0;
-      locate(tile_of(ti), &sg, &row0);
-      const int q = threadIdx.x >> 5, ln = threadIdx.x & 31, rows = static_cast<int>(sg.rows);
-      float sum = 0.0f;
-#pragma unroll
-      for (int i = 0; i < kWarps; ++i) sum += partial[i][q][ln];
-      const int row = row0 + (ln >> 2) + (q >= 2 ? 8 : 0);
-      const int token = 2 * (ln & 3) + (q & 1);
-      if (row < rows && token < n) {
-        const int64_t i = static_cast<int64_t>(token) * rows + row;
-        if (!paired) {
-          StoreF(sg.out, sg.out_dtype, i, sum);
-        } else {  // gate (this thread has the same row of up next), then up
-          StoreGateUpPair((ti & 1) != 0, sg.out, p.silu_out, i, sum, gate);
+        for (int i = 0; i < kWarps; ++i) sum += partial[i][q][ln];
+        const int row = row0 + (ln >> 2) + (q >= 2 ? 8 : 0);
+        const int token = 2 * (ln & 3) + (q & 1);
+        if (row < rows && token < n) {
+          const int64_t i = static_cast<int64_t>(token) * rows + row;
+          if (!paired) {
+            StoreF(sg.out, sg.out_dtype, i, sum);
+          } else {  // gate (this thread has the same row of up next), then up
+            StoreGateUpPair((ti & 1) != 0, sg.out, p.silu_out, i, sum, gate);
+          }
         }
       }
     }
@@ -278,10 +276,8 @@ int Tiles(int64_t n) { return static_cast<int>((n + 7) / 8); }
 template <int T, bool kHalfX>
 size_t SmemBytes(int64_t n, int64_t k) {
   if constexpr (IsIntType<T>()) {
-    const int nt = Tiles(n);
-    if (nt <= 1) return StageBytes<T>() + ActBytes<T>(n, k);
-    const size_t stages = nt == 2 ? WideStageBytes<T, 2>() : WideStageBytes<T, 3>();  // 3 and 4 alike
-    return stages + ActBytes<T>(n, k) + sizeof(float) * kWarps * 4 * nt * 32;  // + the wide form's partial sums
+    const int nt = Tiles(n);  // the wide form (nt > 1): its partial sums after x
+    return WideStageBytes<T>(nt) + ActBytes<T>(n, k) + (nt > 1 ? sizeof(float) * kWarps * 4 * nt * 32 : 0);
   }
   return StageBytes<T>() + (kHalfX ? static_cast<size_t>(n * XqStride(k) * 2 + n * 4) : 0);
 }
@@ -342,10 +338,10 @@ bool QuantGemvMmaFits(int type, int64_t n, int64_t k, int64_t rows, const void* 
 
 int64_t QuantGemvMmaGroupTokens(int type, int64_t n, int64_t k, int64_t rows, const void* x, const void* w,
                                 size_t max_smem_optin) {
-  if (QuantGemvMmaFits(type, n, k, rows, x, w, max_smem_optin)) return n;
-  for (int64_t g = std::min<int64_t>(n - 1, kQuantGemvWideMaxTokens) / 8 * 8; g >= 8; g -= 8)
+  if (n <= kQuantGemvMaxTokens || QuantGemvMmaFits(type, n, k, rows, x, w, max_smem_optin)) return n;
+  for (int64_t g = std::min<int64_t>(n - 1, kQuantGemvWideMaxTokens) / 8 * 8; g > kQuantGemvMaxTokens; g -= 8)
     if (QuantGemvMmaFits(type, g, k, rows, x, w, max_smem_optin)) return g;
-  return 0;
+  return kQuantGemvMaxTokens;
 }
 
 void LaunchQuantGemvMma(cudaStream_t s, GemvBatch batch, size_t max_smem_optin) {

@@ -32,15 +32,15 @@ template <int T>
 __host__ __device__ constexpr size_t StageBytes() {
   return static_cast<size_t>(kWarps) * Stages<T>() * 16 * StageWords<T>() * 16;
 }
-// The dense product's wide form (quant_gemv_mma.cu, kNt tiles of 8 tokens): x takes most of the shared
-// memory, so from three tiles on the warps stage two chunks, not three.
-template <int T, int kNt>
-__host__ __device__ constexpr int WideStages() {
-  return kNt >= 3 ? 2 : Stages<T>();
+// The dense product's stages at nt tiles of 8 tokens (quant_gemv_mma.cu; nt > 1: the wide form): x takes
+// most of the shared memory, so from three tiles on the warps stage two chunks, not three.
+template <int T>
+__host__ __device__ constexpr int WideStages(int nt) {
+  return nt >= 3 ? 2 : Stages<T>();
 }
-template <int T, int kNt>
-__host__ __device__ constexpr size_t WideStageBytes() {
-  return static_cast<size_t>(kWarps) * WideStages<T, kNt>() * 16 * StageWords<T>() * 16;
+template <int T>
+__host__ __device__ constexpr size_t WideStageBytes(int nt) {
+  return static_cast<size_t>(kWarps) * WideStages<T>(nt) * 16 * StageWords<T>() * 16;
 }
 template <int T>
 __host__ __device__ constexpr bool IsIntType() {
