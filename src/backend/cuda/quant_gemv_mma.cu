@@ -161,7 +161,7 @@ __global__ void __launch_bounds__(32 * kWarps, kOne || !IsIntType<T>() ? 3 : kNt
   __half* xh = reinterpret_cast<__half*>(act);
   float* xf = reinterpret_cast<float*>(act + static_cast<size_t>(n) * XqStride(k) * 2);
   if constexpr (IsIntType<T>()) {
-    QuantizeActivations<kG, kOne ? 4 : 8>(x, n, k, xq, xs);
+    QuantizeActivations<kG, kOne ? 4 : 8, !kOne>(x, n, k, xq, xs);
     __syncthreads();
   } else if constexpr (kHalfX) {
     ActivationsToHalf(x, n, k, xh, xf);

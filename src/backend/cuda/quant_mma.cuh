@@ -240,54 +240,65 @@ __device__ __forceinline__ void E4m3x4ToBf16(uint32_t v, uint32_t* lo, uint32_t*
 }
 
 // Rounds x [n, k] to int8 blocks of 32 in shared memory (integer types), with {dx, dx * sum} per group
-// of G values; a thread takes 8 values at a time, over all tokens at once (x is contiguous: unit u is
-// values 8u .. 8u + 7 of the flattened x). The loads of kBatch rounds are issued before any is used (x comes
-// from L2 or memory: one wait instead of kBatch; more registers while it runs), across token boundaries, so
-// that 8 tokens of 4,096 values take 2 waits at kBatch 8 rather than one or more per token.
-template <int G, int kBatch = 1>
+// of G values; a thread takes 8 values at a time. The loads of kBatch rounds are issued before any is used
+// (x comes from L2 or memory: one wait instead of kBatch; more registers while it runs). kFlat: over all
+// tokens at once (x is contiguous: unit u is values 8u .. 8u + 7 of the flattened x), the rounds' loads
+// across token boundaries, so that 32 tokens of 4,096 values take 8 waits at kBatch 8 rather than 32 or
+// more; else token after token (the one-token form: the flattened form's index arithmetic made the one-token
+// q4_k step 2% longer, docs/performance.md).
+template <int G, int kBatch = 1, bool kFlat = true>
 __device__ __forceinline__ void QuantizeActivations(const bf16* x, int n, int k, int8_t* xq, float2* xs) {
   const int per_token = k / 8;  // a multiple of 32: groups of 4 threads stay inside one 32-value block
-  const int total = n * per_token;
+  const int units = kFlat ? n * per_token : per_token;  // of a pass: all of x, or one token
   const int step = static_cast<int>(blockDim.x);
-  for (int u0 = 0; u0 < total; u0 += kBatch * step) {
-    uint4 raw[kBatch];
+  for (int pass = 0; pass < (kFlat ? 1 : n); ++pass) {
+    const bf16* xp = x + static_cast<int64_t>(pass) * k;
+    for (int u0 = 0; u0 < units; u0 += kBatch * step) {
+      uint4 raw[kBatch];
 #pragma unroll
-    for (int r = 0; r < kBatch; ++r) {
-      const int u = u0 + r * step + static_cast<int>(threadIdx.x);
-      if (u0 + r * step < total)
-        raw[r] = *reinterpret_cast<const uint4*>(x + static_cast<int64_t>(u < total ? u : 0) * 8);
-    }
-#pragma unroll
-    for (int r = 0; r < kBatch; ++r) {
-      if (u0 + r * step >= total) break;  // the same for the whole block
-      const int u = u0 + r * step + static_cast<int>(threadIdx.x);
-      const bool ok = u < total;
-      const int tk = ok ? u / per_token : 0;
-      const int v0 = ok ? (u - tk * per_token) * 8 : 0;
-      float v[8];
-      const bf16* e = reinterpret_cast<const bf16*>(&raw[r]);
-#pragma unroll
-      for (int i = 0; i < 8; ++i) v[i] = __bfloat162float(e[i]);
-      float amax = 0.0f;
-#pragma unroll
-      for (int i = 0; i < 8; ++i) amax = fmaxf(amax, fabsf(v[i]));
-      amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
-      amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
-      const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
-      uint32_t packed[2] = {0, 0};
-      int sum = 0;
-#pragma unroll
-      for (int i = 0; i < 8; ++i) {
-        const int q = __float2int_rn(v[i] * inv);
-        sum += q;
-        packed[i / 4] |= (static_cast<uint32_t>(q) & 0xFFu) << (8 * (i % 4));
+      for (int r = 0; r < kBatch; ++r) {
+        const int u = u0 + r * step + static_cast<int>(threadIdx.x);
+        if (u0 + r * step < units) {
+          if constexpr (kFlat) {
+            raw[r] = *reinterpret_cast<const uint4*>(xp + static_cast<int64_t>(u < units ? u : 0) * 8);
+          } else {
+            raw[r] = *reinterpret_cast<const uint4*>(xp + (u < units ? u * 8 : 0));
+          }
+        }
       }
-      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-      if constexpr (G == 32) sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-      if (ok) {
-        *reinterpret_cast<uint2*>(xq + tk * XqStride(k) + v0) = make_uint2(packed[0], packed[1]);
-        const float dx = amax / 127.0f;
-        if ((threadIdx.x & (G / 8 - 1)) == 0) xs[tk * (k / G) + v0 / G] = make_float2(dx, dx * static_cast<float>(sum));
+#pragma unroll
+      for (int r = 0; r < kBatch; ++r) {
+        if (u0 + r * step >= units) break;  // the same for the whole block
+        const int u = u0 + r * step + static_cast<int>(threadIdx.x);
+        const bool ok = u < units;
+        const int tk = kFlat ? (ok ? u / per_token : 0) : pass;
+        const int v0 = ok ? (kFlat ? u - tk * per_token : u) * 8 : 0;
+        float v[8];
+        const bf16* e = reinterpret_cast<const bf16*>(&raw[r]);
+#pragma unroll
+        for (int i = 0; i < 8; ++i) v[i] = __bfloat162float(e[i]);
+        float amax = 0.0f;
+#pragma unroll
+        for (int i = 0; i < 8; ++i) amax = fmaxf(amax, fabsf(v[i]));
+        amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
+        amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
+        const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+        uint32_t packed[2] = {0, 0};
+        int sum = 0;
+#pragma unroll
+        for (int i = 0; i < 8; ++i) {
+          const int q = __float2int_rn(v[i] * inv);
+          sum += q;
+          packed[i / 4] |= (static_cast<uint32_t>(q) & 0xFFu) << (8 * (i % 4));
+        }
+        sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+        if constexpr (G == 32) sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+        if (ok) {
+          *reinterpret_cast<uint2*>(xq + tk * XqStride(k) + v0) = make_uint2(packed[0], packed[1]);
+          const float dx = amax / 127.0f;
+          if ((threadIdx.x & (G / 8 - 1)) == 0)
+            xs[tk * (k / G) + v0 / G] = make_float2(dx, dx * static_cast<float>(sum));
+        }
       }
     }
   }
