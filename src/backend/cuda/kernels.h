@@ -82,16 +82,17 @@ void LaunchGatherRows(cudaStream_t s, const void* x, const int32_t* rows, int64_
 // ---- block-quantized weights (quant.cu) ----
 constexpr int kQuantGemvMaxTokens = 8;
 // Beyond kQuantGemvMaxTokens and up to this many tokens, MatMul runs the decode product once per group of
-// kQuantGemvMaxTokens tokens (the packed weight read once per group) instead of dequantizing the weight to
-// bf16 and reading that back (docs/performance.md measures the crossing).
+// the most tokens one launch takes (the packed weight read once per group) instead of dequantizing the weight
+// to bf16 and reading that back. 32 lost (Qwen3-8B q4_k on an H100: 24 and 32 sequences 8% and 18% slower,
+// q8_0 at 32 23% slower, against the bf16 copy for the products one launch does not take; docs/performance.md).
 constexpr int kQuantSplitMaxTokens = 16;
 // The most tokens one launch of the tensor-core product takes (integer types; where x fits in shared memory).
 constexpr int kQuantGemvWideMaxTokens = 32;
 // Block-type experts (GGUF types and FP8) beyond kQuantGemvMaxTokens (FP8: kMoeGemvMaxTokens) and up to this
 // many tokens run the decode expert kernels once per group of kQuantGemvMaxTokens tokens instead of the
 // grouped GEMMs, whose loader decodes the packed blocks at a fraction of the bandwidth (Qwen3-30B-A3B q4_k on
-// an H100: 32 tokens per group took 32.1 ms a step, the grouped GEMMs 34.4 ms at 16 tokens already;
-// docs/performance.md).
+// an H100: at 32 tokens the groups took 32.1 ms a step against the grouped GEMMs' 33.1; at 48 and 64 the
+// groups 42.0 and 52.1 against 33.1: docs/performance.md).
 constexpr int kQuantMoeGroupsMaxTokens = 32;
 // Whether quant.cu has kernels for a weight type (a DType code).
 bool QuantTypeSupported(int type);
