@@ -166,10 +166,11 @@ int Run(const Options& o) {
   };
   auto launch = [&](int l, size_t p, int64_t n) {
     int64_t group = n;
-    if (!bf16)
+    if (!bf16) {  // per group of the most tokens one launch takes, as the backend runs them
       for (int64_t rows : products[p].rows)
         group = std::min(group, cuda::QuantGemvMmaGroupTokens(static_cast<int>(type), n, products[p].k, rows,
                                                               x.data(), weights[0].data(), smem_optin));
+    }
     for (int64_t i = 0; i < n; i += group) launch_group(l, p, std::min(group, n - i), i);
   };
 

@@ -7,10 +7,10 @@ bursts of one count than there are decode steps; --count N: that count), of whic
 dropped (warm-up). Bursts of nothing but the dummy weights' fill kernels never count. A burst is also
 cut before every launch of kernel --split (default FeedTokensKernel, the first kernel of a pipelined step;
 --split '' turns it off): greedy picks on the device queue the next step before the host reads a token, so
-those steps follow each other with no idle gap and one burst holds several. Within a step, a kernel's cost is how much later it ends than every kernel
-before it (with programmatic launches it starts while the previous one runs, so
-its duration overstates it): the costs of a step add up to its span. Printed per kernel name: launches,
-cost and duration per step (microseconds), and the span of a step.
+those steps follow each other with no idle gap and one burst holds several. Within a step, a kernel's
+cost is how much later it ends than every kernel before it (with programmatic launches it starts while the
+previous one runs, so its duration overstates it): the costs of a step add up to its span. Printed per
+kernel name: launches, cost and duration per step (microseconds), and the span of a step.
 
     python3 bench/cuda/trace_summary.py trace.csv [--gap 20] [--skip 2] [--top 30] [--min 8] [--order] [--longest]
         [--last | --count N] [--split NAME]

@@ -258,7 +258,7 @@ __device__ __forceinline__ void QuantizeActivations(const bf16* x, int n, int k,
 #pragma unroll
       for (int r = 0; r < kBatch; ++r) {
         const int u = u0 + r * step + static_cast<int>(threadIdx.x);
-        if (u0 + r * step < units) {
+        if (u0 + r * step < units) {  // the two forms' address arithmetic as measured (n k < 2^31 either way)
           if constexpr (kFlat) {
             raw[r] = *reinterpret_cast<const uint4*>(xp + static_cast<int64_t>(u < units ? u : 0) * 8);
           } else {
