@@ -91,6 +91,7 @@ CudaBackend::CudaBackend(const CudaOptions& options)
   gemv_counter_ = cuda::DeviceBuffer(5 * sizeof(int32_t), "GEMV block counters");
   INFX_CUDA_CHECK(cudaMemset(gemv_counter_.data(), 0, gemv_counter_.size_bytes()));
   gemv_sums_ = cuda::DeviceBuffer(kGemvSumsCapacity * sizeof(float), "GEMV sums of squares");
+  quant_x_ = cuda::DeviceBuffer(static_cast<size_t>(kQuantXBytes), "int8 rows of quantized products");
   greedy_counter_ = cuda::DeviceBuffer(cuda::kGreedyMaxRows * sizeof(int32_t), "greedy pick counters");
   INFX_CUDA_CHECK(cudaMemset(greedy_counter_.data(), 0, greedy_counter_.size_bytes()));
   gdn_sums_ = cuda::DeviceBuffer(cuda::kGdnFusedMaxRows * 32 * sizeof(float), "DeltaNet norm sums");
@@ -260,6 +261,28 @@ cuda::GemvPrologue CudaBackend::TakeGemvPrologue(const Tensor& x) {
   pro.w_offset = pending_w_offset_;
   pro.counter = static_cast<int32_t*>(gemv_counter_.data());
   pending_ = Pending::kNone;
+  return pro;
+}
+
+cuda::GemvPrologue CudaBackend::RoundHeldNormForQuantized(const Tensor& x, const Tensor& w) {
+  cuda::GemvPrologue pro{};
+  const int64_t n = x.rows(), k = x.cols();
+  const int group = w.dtype == DType::kQ2_K || w.dtype == DType::kQ3_K || w.dtype == DType::kQ6_K ? 16 : 32;
+  const void* b = pending_b_.data;
+  if (!options_.fuse || pending_ != Pending::kNorm || pending_out_.data != x.data || pending_out_.numel() != x.numel() ||
+      x.dtype != DType::kBF16 || n < 2 || n > cuda::kGemvNormMaxTokens || k > kQuantXMaxCols ||
+      w.dtype == DType::kF8E4M3B128 ||
+      !cuda::RmsNormInt8Fits(pending_a_.data, b, b != nullptr ? pending_sum_.data : nullptr, pending_norm_w_.data,
+                             static_cast<int>(pending_norm_w_.dtype), pending_out_.data, n, k))
+    return pro;
+  FlushGemv();  // (none is pending while a norm is held; kept in order all the same)
+  pending_ = Pending::kNone;
+  recorder_.Launch(cuda::LaunchRmsNormInt8, static_cast<const void*>(pending_a_.data), b,
+                   b != nullptr ? pending_sum_.data : nullptr, static_cast<const void*>(pending_norm_w_.data),
+                   static_cast<int>(pending_norm_w_.dtype), pending_eps_, pending_w_offset_, pending_out_.data, n, k, group,
+                   quant_x_.data());
+  pro.kind = cuda::kGemvXInt8;
+  pro.a = quant_x_.data();
   return pro;
 }
 

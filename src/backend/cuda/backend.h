@@ -155,6 +155,10 @@ class CudaBackend final : public Backend {
   // The pending RMSNorm as the prologue of a bf16 GEMV reading x (and no longer pending), or kGemvXPlain
   // after launching whatever is pending.
   cuda::GemvPrologue TakeGemvPrologue(const Tensor& x);
+  // For a quantized product of w (an integer block type) that reads x: whether the held norm makes x and can
+  // round it to int8 for the product (2 to kGemvNormMaxTokens rows); then launches it so and returns the
+  // product's prologue (kGemvXInt8), else a plain one (the held op untouched).
+  cuda::GemvPrologue RoundHeldNormForQuantized(const Tensor& x, const Tensor& w);
   // Whether an RMSNorm of x into out (after out = x + b when b is set) may wait to be fused into the GEMV
   // that reads out.
   bool NormFusable(const Tensor& x, const Tensor* b, const Tensor& weight, const Tensor& out) const;
@@ -348,6 +352,12 @@ class CudaBackend final : public Backend {
   // norm it ends with (cuda::GemvResidual), floats; one buffer: the GEMVs run in stream order.
   static constexpr int64_t kGemvSumsCapacity = int64_t{cuda::kGemvNormMaxTokens} * 4096;
   cuda::DeviceBuffer gemv_sums_;
+  // x of a 2-8-token quantized product rounded to int8 by the held norm that makes it (cuda::LaunchRmsNormInt8,
+  // cuda::kGemvXInt8): codes and group factors of up to kGemvNormMaxTokens rows of kQuantXMaxCols values; one
+  // buffer: the norm writes it after the product before it has ended, and the product reads it after its wait.
+  static constexpr int64_t kQuantXMaxCols = 16384;
+  static constexpr int64_t kQuantXBytes = int64_t{cuda::kGemvNormMaxTokens} * (kQuantXMaxCols + 16 + kQuantXMaxCols / 2);
+  cuda::DeviceBuffer quant_x_;
   // The fused DeltaNet decode's gated norm (cuda::GdnDecodeFusion): sums of squares per (row, column block)
   // and a zero-initialised counter per row.
   cuda::DeviceBuffer gdn_sums_, gdn_counter_;

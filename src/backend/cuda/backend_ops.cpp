@@ -185,11 +185,17 @@ void CudaBackend::MatMul(const Tensor& x, const Tensor& w, Tensor out) {
       JoinGemv(x, w, out, TakeGemvPrologue(x));  // FP8: the bf16 GEMV's kernel and fusions
       return;
     }
-    FlushPending();
     if (options_.gemv && cuda::QuantGemvMmaFits(Dt(w), n, k, m, x.data, w.data, smem_optin_)) {
-      JoinGemv(x, w, out);
+      // 2-8 tokens: the held norm that makes x rounds it to int8 for the product (and for the products that
+      // join it: they read the same x), instead of every block of the product.
+      const bool joins = gemv_.n_segments > 0 && gemv_.pro.kind == cuda::kGemvXInt8 && gemv_.x == x.data &&
+                         gemv_.n == n && gemv_.k == k && gemv_.w_type == Dt(w);
+      const cuda::GemvPrologue pro = joins ? cuda::GemvPrologue{} : RoundHeldNormForQuantized(x, w);
+      if (pro.kind == cuda::kGemvXPlain) FlushPending();
+      JoinGemv(x, w, out, pro);
       return;
     }
+    FlushPending();
     FlushGemv();
     if (n <= cuda::kQuantGemvMaxTokens) {
       Enqueue(cuda::LaunchQuantGemv, Dt(w), static_cast<const void*>(x.data), static_cast<const void*>(w.data),

@@ -413,6 +413,36 @@ __device__ __forceinline__ float AddBf16(float a, float b) { return RoundBf16(a 
 
 __device__ __forceinline__ float SiluF(float x) { return x / (1.0f + expf(-x)); }
 
+// 8 consecutive values of a 32-value block rounded to int8 as llama.cpp's q8_1 rounds activations: the 4 lanes
+// that hold the block (lanes 4i .. 4i + 3, 8 values each, in order) share max |v| (code = round(v 127 / max)).
+// Returns the 8 codes packed little-endian in two words; *dx = max / 127, *sum = the codes' sum over the G
+// values of the scale group (16: this lane and the next, 32: the 4 lanes). Every lane of the warp calls it.
+// quant_mma.cuh's QuantizeActivations and the norm that rounds its rows for a quantized product (norm.cu) use
+// it alike, so both give the same codes for the same x.
+template <int G>
+__device__ __forceinline__ uint2 RoundInt8x8(const float* v, float* dx, int* sum) {
+  static_assert(G == 16 || G == 32, "scale groups of 16 or 32 values");
+  float amax = 0.0f;
+#pragma unroll
+  for (int i = 0; i < 8; ++i) amax = fmaxf(amax, fabsf(v[i]));
+  amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
+  amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
+  const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+  uint32_t packed[2] = {0, 0};
+  int s = 0;
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    const int q = __float2int_rn(v[i] * inv);
+    s += q;
+    packed[i / 4] |= (static_cast<uint32_t>(q) & 0xFFu) << (8 * (i % 4));
+  }
+  s += __shfl_xor_sync(0xffffffffu, s, 1);
+  if constexpr (G == 32) s += __shfl_xor_sync(0xffffffffu, s, 2);
+  *sum = s;
+  *dx = amax / 127.0f;
+  return make_uint2(packed[0], packed[1]);
+}
+
 // The SiLU-and-multiply epilogue of a gate / up pair of GEMV tiles (bf16 outputs), element i of both: the
 // gate tile's pass (up == false) rounds its sum as stored and keeps it in `gate`; the up tile's pass (the
 // same thread and element, later) writes up and SiLU(gate) * up as the SiLU-and-multiply op rounds it. A

@@ -119,6 +119,15 @@ void LaunchRmsNorm(cudaStream_t s, int dtype, const void* x, const void* w, int 
 // out[r] = RmsNorm(sum[r]) as LaunchRmsNorm computes it from the stored (rounded) sum.
 void LaunchAddRmsNorm(cudaStream_t s, int dtype, const void* a, const void* b, void* sum, const void* w, int w_dtype,
                       float eps, float w_offset, void* out, int64_t rows, int64_t d);
+// LaunchAddRmsNorm (b set) or LaunchRmsNorm (b and sum null) for up to kGemvNormMaxTokens bf16 rows that a
+// quantized product of an integer type reads next: the normalised rows are also rounded to int8 blocks of
+// 32 into xq, [rows][d + 16] codes then [rows][d / group] {dx, dx * sum} per scale group of `group` (16 or
+// 32) values, as that product's prologue lays x out in shared memory (kGemvXInt8; the same codes).
+// RmsNormInt8Fits: d % 256 == 0, 16-byte aligned rows (and a bf16 weight).
+bool RmsNormInt8Fits(const void* a, const void* b, const void* sum, const void* w, int w_dtype, const void* out,
+                     int64_t rows, int64_t d);
+void LaunchRmsNormInt8(cudaStream_t s, const void* a, const void* b, void* sum, const void* w, int w_dtype, float eps,
+                       float w_offset, void* out, int64_t rows, int64_t d, int group, void* xq);
 // out[r] = x[r] * rsqrt(mean(x[r]^2) + eps) * w * silu(z[r]).
 void LaunchGatedRmsNorm(cudaStream_t s, int dtype, const void* x, const void* z, const void* w, int w_dtype, float eps,
                         void* out, int64_t rows, int64_t d);
@@ -153,7 +162,10 @@ struct GemvSegment {
 //    the sums of squares that GEMV's ss_tiles tiles left in ss [n][ss_tiles], and writes RmsNorm(a) to
 //    `out` for later readers (w, w_dtype, w_offset, eps as kGemvXNorm's), a slice per block. bf16 weights,
 //    n <= kGemvNormMaxTokens, n * ss_tiles <= kGemvScaledMaxSums, no tail (GemvXScaledFits).
-enum GemvXKind : int32_t { kGemvXPlain = 0, kGemvXNorm = 1, kGemvXScaled = 2 };
+//  kGemvXInt8 (quant_gemv_mma.cu, integer types, 2 to kQuantGemvMaxTokens tokens): x already rounded to int8
+//    by the kernel before (LaunchRmsNormInt8): `a` holds the rows' codes and group factors as that kernel lays
+//    them out, which the product copies into shared memory instead of rounding x itself.
+enum GemvXKind : int32_t { kGemvXPlain = 0, kGemvXNorm = 1, kGemvXScaled = 2, kGemvXInt8 = 3 };
 constexpr int kGemvNormMaxTokens = 8;
 constexpr int kGemvScaledMaxSums = 4096;
 struct GemvPrologue {

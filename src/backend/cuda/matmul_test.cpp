@@ -2,6 +2,7 @@
 // merged with its neighbours), cuBLASLt, and the CUDA-core fallback for other dtypes.
 #include <cmath>
 #include <cstring>
+#include <tuple>
 
 #include "backend/cuda/kernels.h"
 #include "backend/cuda/test_util.h"
@@ -434,6 +435,71 @@ TEST(CudaMatMul, ResidualAndNormAfterQuantizedGemv) {
       ExpectClose(rig.Gpu(h.gpu), Rig::Cpu(h.cpu), 4e-3, 8e-3, "after quantized: residual sum " + at);
       ExpectClose(rig.Gpu(normed.gpu), Rig::Cpu(normed.cpu), 4e-3, 8e-3, "after quantized: norm " + at);
       ExpectClose(rig.Gpu(h2.gpu), Rig::Cpu(h2.cpu), 4e-3, 8e-3, "after quantized: norm in place " + at);
+    }
+  }
+}
+
+// At 2-8 tokens the held RMSNorm (after the residual add, or alone) that makes a quantized product's x also
+// rounds its rows to int8 for that product and the ones that join it (cuda::LaunchRmsNormInt8, kGemvXInt8),
+// with the codes the product's own prologue would give: every output equals the unfused rig's bit for bit
+// (whose products the other tests check against the CPU). Three rounds through the same tensors, so that
+// the later ones replay a captured graph.
+TEST(CudaMatMul, NormRoundsXForQuantizedGemv) {
+  INFX_REQUIRE_GPU();
+  const int64_t k = 2048, ff = 1000;
+  CudaOptions unfused_options;
+  unfused_options.fuse = false;
+  uint64_t seed = 1200;
+  for (DType type : {DType::kQ4_K, DType::kQ8_0, DType::kQ6_K, DType::kQ5_1}) {
+    for (int64_t n : {2, 3, 8}) {
+      Rig fused, unfused(unfused_options);
+      struct Side {
+        Pair h, o, nw, nw2, normed, normed_b, q, kk, gate;
+        std::vector<Pair> w;
+      };
+      std::vector<HostBuffer> packed;
+      for (int64_t m : {int64_t{512}, int64_t{128}, ff})
+        packed.push_back(RandomQuantBlocks(type, m, k, seed++, 0.05f));
+      const std::vector<float> h0 = Rand(n * k, seed++, -2, 2), o0 = Rand(n * k, seed++, -2, 2);
+      const std::vector<float> nwv = Rand(k, seed++, 0.5f, 1.5f), nw2v = Rand(k, seed++, -0.5f, 0.5f);
+      auto make = [&](Rig& rig) {
+        Side t{rig.Act({n, k}, h0),     rig.Act({n, k}, o0), rig.Weight(DType::kBF16, {k}, nwv),
+               rig.Weight(DType::kF32, {k}, nw2v), rig.Out({n, k}), rig.Out({n, k}), rig.Out({n, 512}),
+               rig.Out({n, 128}, DType::kF32), rig.Out({n, ff}), {}};
+        for (const HostBuffer& p : packed)
+          t.w.push_back(Pair{rig.cpu.UploadWeight(p.view()), rig.gpu.UploadWeight(p.view())});
+        return t;
+      };
+      Side a = make(fused), b = make(unfused);
+      auto step = [](Backend& be, Side& t) {
+        be.Add(t.h.gpu, t.o.gpu, t.h.gpu);  // in place, as the residual stream
+        be.RmsNorm(t.h.gpu, t.nw.gpu, 1e-6f, false, t.normed.gpu);
+        be.MatMul(t.normed.gpu, t.w[0].gpu, t.q.gpu);
+        be.MatMul(t.normed.gpu, t.w[1].gpu, t.kk.gpu);
+        be.RmsNorm(t.h.gpu, t.nw2.gpu, 1e-6f, true, t.normed_b.gpu);  // a norm alone, f32 weight with offset
+        be.MatMul(t.normed_b.gpu, t.w[2].gpu, t.gate.gpu);
+      };
+      for (int round = 0; round < 3; ++round) {
+        if (round > 0) {
+          const std::vector<float> h = Rand(n * k, seed++, -2, 2), o = Rand(n * k, seed++, -2, 2);
+          fused.Set(a.h, h);
+          fused.Set(a.o, o);
+          unfused.Set(b.h, h);
+          unfused.Set(b.o, o);
+        }
+        step(fused.gpu, a);
+        step(unfused.gpu, b);
+        const std::string at =
+            std::string(DTypeName(type)) + " n=" + std::to_string(n) + " round " + std::to_string(round);
+        for (auto [x, y, name] : {std::tuple{&a.h, &b.h, "residual sum"}, std::tuple{&a.normed, &b.normed, "add + norm"},
+                                  std::tuple{&a.normed_b, &b.normed_b, "norm"}, std::tuple{&a.q, &b.q, "q"},
+                                  std::tuple{&a.kk, &b.kk, "k (f32)"}, std::tuple{&a.gate, &b.gate, "gate"}}) {
+          const std::vector<float> got = fused.Gpu(x->gpu), want = unfused.Gpu(y->gpu);
+          size_t differ = 0;
+          for (size_t i = 0; i < got.size(); ++i) differ += std::memcmp(&got[i], &want[i], sizeof(float)) != 0;
+          EXPECT_EQ(differ, 0u) << name << " " << at << ": values that differ from the unfused ops'";
+        }
+      }
     }
   }
 }

@@ -128,10 +128,12 @@ void LaunchAdd(cudaStream_t s, const void* a, const void* b, void* sum, const vo
 // registers, so the row is read once; bf16, d % 8 == 0, 16-byte aligned rows and weights.
 constexpr int kRowThreads = 512, kMaxChunks = 4;
 
-template <bool kAdd>
+// G (16 or 32): the normalised rows are also rounded to int8 blocks for a quantized product (LaunchRmsNormInt8):
+// the codes of the stored bf16 values, as that product's own prologue would round them.
+template <bool kAdd, int G = 0>
 __global__ void __launch_bounds__(kRowThreads)
     RowNormKernel(const bf16* a, const bf16* b, bf16* sum, const void* w, int w_dtype, float eps, float w_offset,
-                  bf16* out, int64_t d) {
+                  bf16* out, int64_t d, uint8_t* xq) {
   AllowDependentLaunch();
   WaitForPrevious();
   __shared__ float red[32];
@@ -165,6 +167,16 @@ __global__ void __launch_bounds__(kRowThreads)
 #pragma unroll
       for (int j = 0; j < 8; ++j) v[q][j] = RmsScale(v[q][j], inv, wv[j], w_offset);
       Store8(out + row * d + c * 8, v[q]);
+      if constexpr (G != 0) {  // c < chunks is the same for the whole warp here: d % 256 == 0
+        float stored[8], dx;
+        int codes_sum;
+#pragma unroll
+        for (int j = 0; j < 8; ++j) stored[j] = RoundBf16(v[q][j]);
+        const uint2 codes = RoundInt8x8<G>(stored, &dx, &codes_sum);
+        *reinterpret_cast<uint2*>(xq + row * (d + 16) + c * 8) = codes;
+        float2* xs = reinterpret_cast<float2*>(xq + static_cast<int64_t>(gridDim.x) * (d + 16)) + row * (d / G);
+        if ((threadIdx.x & (G / 8 - 1)) == 0) xs[c * 8 / G] = make_float2(dx, dx * static_cast<float>(codes_sum));
+      }
     }
   }
 }
@@ -182,13 +194,23 @@ bool TryRowNorm(cudaStream_t s, int dtype, const void* a, const void* b, void* s
   const bf16* at = static_cast<const bf16*>(a);
   if (b != nullptr) {
     LaunchDependent(RowNormKernel<true>, static_cast<unsigned>(rows), threads, 0, s, at, static_cast<const bf16*>(b),
-                    static_cast<bf16*>(sum), w, w_dtype, eps, w_offset, static_cast<bf16*>(out), d);
+                    static_cast<bf16*>(sum), w, w_dtype, eps, w_offset, static_cast<bf16*>(out), d,
+                    static_cast<uint8_t*>(nullptr));
   } else {
     LaunchDependent(RowNormKernel<false>, static_cast<unsigned>(rows), threads, 0, s, at, nullptr, nullptr, w, w_dtype,
-                    eps, w_offset, static_cast<bf16*>(out), d);
+                    eps, w_offset, static_cast<bf16*>(out), d, static_cast<uint8_t*>(nullptr));
   }
   INFX_CUDA_CHECK_LAUNCH();
   return true;
+}
+
+template <bool kAdd, int G>
+void LaunchRowInt8(cudaStream_t s, const void* a, const void* b, void* sum, const void* w, int w_dtype, float eps,
+                   float w_offset, void* out, int64_t rows, int64_t d, void* xq) {
+  const int threads = static_cast<int>(std::min<int64_t>(kRowThreads, d / 8));  // a multiple of 32: d % 256 == 0
+  LaunchDependent(RowNormKernel<kAdd, G>, static_cast<unsigned>(rows), threads, 0, s, static_cast<const bf16*>(a),
+                  static_cast<const bf16*>(b), static_cast<bf16*>(sum), w, w_dtype, eps, w_offset,
+                  static_cast<bf16*>(out), d, static_cast<uint8_t*>(xq));
 }
 
 template <typename T, bool kGated>
@@ -231,6 +253,30 @@ void LaunchAddRmsNorm(cudaStream_t s, int dtype, const void* a, const void* b, v
   } else {
     LaunchAdd<float>(s, a, b, sum, w, w_dtype, eps, w_offset, out, rows, d);
   }
+}
+
+bool RmsNormInt8Fits(const void* a, const void* b, const void* sum, const void* w, int w_dtype, const void* out,
+                     int64_t rows, int64_t d) {
+  return rows >= 1 && rows <= kGemvNormMaxTokens && d % 256 == 0 && d / 8 <= static_cast<int64_t>(kRowThreads) * kMaxChunks &&
+         (w_dtype != kBF16 || Aligned16(w)) && Aligned16(a) && Aligned16(out) &&
+         (b == nullptr || (Aligned16(b) && Aligned16(sum)));
+}
+
+void LaunchRmsNormInt8(cudaStream_t s, const void* a, const void* b, void* sum, const void* w, int w_dtype, float eps,
+                       float w_offset, void* out, int64_t rows, int64_t d, int group, void* xq) {
+  INFX_CHECK(RmsNormInt8Fits(a, b, sum, w, w_dtype, out, rows, d) && (group == 16 || group == 32) && xq != nullptr);
+  if (b != nullptr) {
+    if (group == 16) {
+      LaunchRowInt8<true, 16>(s, a, b, sum, w, w_dtype, eps, w_offset, out, rows, d, xq);
+    } else {
+      LaunchRowInt8<true, 32>(s, a, b, sum, w, w_dtype, eps, w_offset, out, rows, d, xq);
+    }
+  } else if (group == 16) {
+    LaunchRowInt8<false, 16>(s, a, nullptr, nullptr, w, w_dtype, eps, w_offset, out, rows, d, xq);
+  } else {
+    LaunchRowInt8<false, 32>(s, a, nullptr, nullptr, w, w_dtype, eps, w_offset, out, rows, d, xq);
+  }
+  INFX_CUDA_CHECK_LAUNCH();
 }
 
 void LaunchGatedRmsNorm(cudaStream_t s, int dtype, const void* x, const void* z, const void* w, int w_dtype, float eps,

@@ -277,25 +277,11 @@ __device__ __forceinline__ void QuantizeActivations(const bf16* x, int n, int k,
         const bf16* e = reinterpret_cast<const bf16*>(&raw[r]);
 #pragma unroll
         for (int i = 0; i < 8; ++i) v[i] = __bfloat162float(e[i]);
-        float amax = 0.0f;
-#pragma unroll
-        for (int i = 0; i < 8; ++i) amax = fmaxf(amax, fabsf(v[i]));
-        amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
-        amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
-        const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
-        uint32_t packed[2] = {0, 0};
-        int sum = 0;
-#pragma unroll
-        for (int i = 0; i < 8; ++i) {
-          const int q = __float2int_rn(v[i] * inv);
-          sum += q;
-          packed[i / 4] |= (static_cast<uint32_t>(q) & 0xFFu) << (8 * (i % 4));
-        }
-        sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-        if constexpr (G == 32) sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+        float dx;
+        int sum;
+        const uint2 codes = RoundInt8x8<G>(v, &dx, &sum);
         if (ok) {
-          *reinterpret_cast<uint2*>(xq + tk * XqStride(k) + v0) = make_uint2(packed[0], packed[1]);
-          const float dx = amax / 127.0f;
+          *reinterpret_cast<uint2*>(xq + tk * XqStride(k) + v0) = codes;
           if ((threadIdx.x & (G / 8 - 1)) == 0)
             xs[tk * (k / G) + v0 / G] = make_float2(dx, dx * static_cast<float>(sum));
         }
