@@ -215,6 +215,10 @@ void CudaBackend::FlushPending() {
                          pending_out_.data, pending_out_.rows(), pending_out_.cols());
       }
       break;
+    case Pending::kSiluMul:
+      recorder_.Launch(cuda::LaunchBinary, static_cast<int>(cuda::kOpSiluMul), static_cast<int>(pending_out_.dtype),
+                       pending_a_.data, pending_b_.data, pending_out_.data, pending_out_.numel());
+      break;
   }
 }
 
@@ -264,23 +268,32 @@ cuda::GemvPrologue CudaBackend::TakeGemvPrologue(const Tensor& x) {
   return pro;
 }
 
-cuda::GemvPrologue CudaBackend::RoundHeldNormForQuantized(const Tensor& x, const Tensor& w) {
+cuda::GemvPrologue CudaBackend::RoundHeldForQuantized(const Tensor& x, const Tensor& w) {
   cuda::GemvPrologue pro{};
   const int64_t n = x.rows(), k = x.cols();
   const int group = w.dtype == DType::kQ2_K || w.dtype == DType::kQ3_K || w.dtype == DType::kQ6_K ? 16 : 32;
+  const bool norm = pending_ == Pending::kNorm, silu = pending_ == Pending::kSiluMul;
   const void* b = pending_b_.data;
-  if (!options_.fuse || pending_ != Pending::kNorm || pending_out_.data != x.data || pending_out_.numel() != x.numel() ||
-      x.dtype != DType::kBF16 || n < 2 || n > cuda::kGemvNormMaxTokens || k > kQuantXMaxCols ||
-      w.dtype == DType::kF8E4M3B128 ||
-      !cuda::RmsNormInt8Fits(pending_a_.data, b, b != nullptr ? pending_sum_.data : nullptr, pending_norm_w_.data,
-                             static_cast<int>(pending_norm_w_.dtype), pending_out_.data, n, k))
+  if (!options_.fuse || !(norm || silu) || pending_out_.data != x.data || pending_out_.rows() != n ||
+      pending_out_.numel() != x.numel() || x.dtype != DType::kBF16 || n < 2 || n > cuda::kGemvNormMaxTokens ||
+      k > kQuantXMaxCols || w.dtype == DType::kF8E4M3B128)
     return pro;
-  FlushGemv();  // (none is pending while a norm is held; kept in order all the same)
+  if (norm && !cuda::RmsNormInt8Fits(pending_a_.data, b, b != nullptr ? pending_sum_.data : nullptr,
+                                     pending_norm_w_.data, static_cast<int>(pending_norm_w_.dtype), pending_out_.data,
+                                     n, k))
+    return pro;
+  if (silu && !cuda::SiluMulInt8Fits(pending_a_.data, b, pending_out_.data, n, k)) return pro;
+  FlushGemv();  // (none is pending while an op is held; kept in order all the same)
   pending_ = Pending::kNone;
-  recorder_.Launch(cuda::LaunchRmsNormInt8, static_cast<const void*>(pending_a_.data), b,
-                   b != nullptr ? pending_sum_.data : nullptr, static_cast<const void*>(pending_norm_w_.data),
-                   static_cast<int>(pending_norm_w_.dtype), pending_eps_, pending_w_offset_, pending_out_.data, n, k, group,
-                   quant_x_.data());
+  if (norm) {
+    recorder_.Launch(cuda::LaunchRmsNormInt8, static_cast<const void*>(pending_a_.data), b,
+                     b != nullptr ? pending_sum_.data : nullptr, static_cast<const void*>(pending_norm_w_.data),
+                     static_cast<int>(pending_norm_w_.dtype), pending_eps_, pending_w_offset_, pending_out_.data, n, k,
+                     group, quant_x_.data());
+  } else {
+    recorder_.Launch(cuda::LaunchSiluMulInt8, static_cast<const void*>(pending_a_.data), b, pending_out_.data, n, k,
+                     group, quant_x_.data());
+  }
   pro.kind = cuda::kGemvXInt8;
   pro.a = quant_x_.data();
   return pro;

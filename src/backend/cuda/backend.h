@@ -155,10 +155,10 @@ class CudaBackend final : public Backend {
   // The pending RMSNorm as the prologue of a bf16 GEMV reading x (and no longer pending), or kGemvXPlain
   // after launching whatever is pending.
   cuda::GemvPrologue TakeGemvPrologue(const Tensor& x);
-  // For a quantized product of w (an integer block type) that reads x: whether the held norm makes x and can
-  // round it to int8 for the product (2 to kGemvNormMaxTokens rows); then launches it so and returns the
-  // product's prologue (kGemvXInt8), else a plain one (the held op untouched).
-  cuda::GemvPrologue RoundHeldNormForQuantized(const Tensor& x, const Tensor& w);
+  // For a quantized product of w (an integer block type) that reads x: whether the held op makes x (the norm,
+  // or SiLU-and-multiply) and can round it to int8 for the product (2 to kGemvNormMaxTokens rows); then
+  // launches it so and returns the product's prologue (kGemvXInt8), else a plain one (the held op untouched).
+  cuda::GemvPrologue RoundHeldForQuantized(const Tensor& x, const Tensor& w);
   // Whether an RMSNorm of x into out (after out = x + b when b is set) may wait to be fused into the GEMV
   // that reads out.
   bool NormFusable(const Tensor& x, const Tensor* b, const Tensor& weight, const Tensor& out) const;
@@ -195,7 +195,9 @@ class CudaBackend final : public Backend {
   // (its down kernel's epilogue, cuda::GemvResidual).
   // kCombine: split decode attention's combine, held for the output gate's SigmoidMul (gated attention);
   // kAttention: a decode step's fused attention (cuda::DecodeAttentionFusion), held for the same.
-  enum class Pending { kNone, kAdd, kHeads, kNorm, kGates, kDeltaRule, kMoe, kCombine, kAttention };
+  // kSiluMul: SiLU(pending_a_) * pending_b_ into pending_out_ (2 to kGemvNormMaxTokens bf16 rows that no GEMV
+  // fused), held for the quantized product that reads it (RoundHeldForQuantized).
+  enum class Pending { kNone, kAdd, kHeads, kNorm, kGates, kDeltaRule, kMoe, kCombine, kAttention, kSiluMul };
   struct PendingHead {  // an in-place per-head RMSNorm, maybe followed by RoPE
     Tensor x, w;
     float eps = 0, w_offset = 0;
@@ -291,7 +293,7 @@ class CudaBackend final : public Backend {
   cuda::DeviceLayout layout_device_{};
   std::map<const void*, ExpertTableEntry> expert_tables_;
   Pending pending_ = Pending::kNone;
-  Tensor pending_a_, pending_b_, pending_out_;  // kAdd: out = a + b
+  Tensor pending_a_, pending_b_, pending_out_;  // kAdd: out = a + b; kSiluMul: out = SiLU(a) * b
   // kNorm: out = RmsNorm(a (+ b), norm_w_); with b, a + b is also stored to pending_sum_.
   Tensor pending_sum_, pending_norm_w_;
   float pending_eps_ = 0, pending_w_offset_ = 0;
@@ -352,8 +354,8 @@ class CudaBackend final : public Backend {
   // norm it ends with (cuda::GemvResidual), floats; one buffer: the GEMVs run in stream order.
   static constexpr int64_t kGemvSumsCapacity = int64_t{cuda::kGemvNormMaxTokens} * 4096;
   cuda::DeviceBuffer gemv_sums_;
-  // x of a 2-8-token quantized product rounded to int8 by the held norm that makes it (cuda::LaunchRmsNormInt8,
-  // cuda::kGemvXInt8): codes and group factors of up to kGemvNormMaxTokens rows of kQuantXMaxCols values; one
+  // x of a 2-8-token quantized product rounded to int8 by the held op that makes it (cuda::LaunchRmsNormInt8,
+  // cuda::LaunchSiluMulInt8, cuda::kGemvXInt8): codes and group factors of up to kGemvNormMaxTokens rows of kQuantXMaxCols values; one
   // buffer: the norm writes it after the product before it has ended, and the product reads it after its wait.
   static constexpr int64_t kQuantXMaxCols = 16384;
   static constexpr int64_t kQuantXBytes = int64_t{cuda::kGemvNormMaxTokens} * (kQuantXMaxCols + 16 + kQuantXMaxCols / 2);

@@ -186,11 +186,11 @@ void CudaBackend::MatMul(const Tensor& x, const Tensor& w, Tensor out) {
       return;
     }
     if (options_.gemv && cuda::QuantGemvMmaFits(Dt(w), n, k, m, x.data, w.data, smem_optin_)) {
-      // 2-8 tokens: the held norm that makes x rounds it to int8 for the product (and for the products that
-      // join it: they read the same x), instead of every block of the product.
+      // 2-8 tokens: the held op that makes x (a norm, SiLU-and-multiply) rounds it to int8 for the product (and
+      // for the products that join it: they read the same x), instead of every block of the product.
       const bool joins = gemv_.n_segments > 0 && gemv_.pro.kind == cuda::kGemvXInt8 && gemv_.x == x.data &&
                          gemv_.n == n && gemv_.k == k && gemv_.w_type == Dt(w);
-      const cuda::GemvPrologue pro = joins ? cuda::GemvPrologue{} : RoundHeldNormForQuantized(x, w);
+      const cuda::GemvPrologue pro = joins ? cuda::GemvPrologue{} : RoundHeldForQuantized(x, w);
       if (pro.kind == cuda::kGemvXPlain) FlushPending();
       JoinGemv(x, w, out, pro);
       return;
@@ -384,6 +384,19 @@ void CudaBackend::SiluMul(const Tensor& gate, const Tensor& up, Tensor out) {
       gate.dtype == DType::kBF16 && gemv_.seg[0].out_dtype == cuda::kBF16 && gemv_.seg[1].out_dtype == cuda::kBF16 &&
       (in_place || (Disjoint(out, gate) && Disjoint(out, up)))) {
     gemv_.silu_out = out.data;
+    return;
+  }
+  const int64_t rows = gate.rows(), cols = gate.cols();
+  if (options_.fuse && gate.dtype == DType::kBF16 && rows >= 2 && rows <= cuda::kGemvNormMaxTokens &&
+      cols <= kQuantXMaxCols && cuda::SiluMulInt8Fits(gate.data, up.data, out.data, rows, cols) &&
+      (in_place || (Disjoint(out, gate) && Disjoint(out, up)))) {
+    // Held: a quantized product that reads out next has it round out to int8 for it (RoundHeldForQuantized).
+    FlushGemv();
+    FlushPending();
+    pending_ = Pending::kSiluMul;
+    pending_a_ = gate;
+    pending_b_ = up;
+    pending_out_ = out;
     return;
   }
   Enqueue(cuda::LaunchBinary, static_cast<int>(cuda::kOpSiluMul), Dt(gate), gate.data, up.data, out.data,

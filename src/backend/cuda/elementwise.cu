@@ -1,5 +1,6 @@
-// Elementwise kernels: the residual add, SiLU-and-multiply, the sigmoid gate, and the sigmoid-gated
-// accumulation of the shared expert. f32 math on bf16 or f32 activations, 8 elements per thread.
+// Elementwise kernels: the residual add, SiLU-and-multiply (also with its rows rounded to int8 for the
+// quantized product that reads them), the sigmoid gate, and the sigmoid-gated accumulation of the shared
+// expert. f32 math on bf16 or f32 activations, 8 elements per thread.
 #include "backend/cuda/device_util.cuh"
 
 namespace infernix::cuda {
@@ -53,6 +54,34 @@ void BinaryOfType(cudaStream_t s, int op, const void* a, const void* b, void* ou
   }
 }
 
+// SiLU(gate) * up of `rows` bf16 rows of d values (d % 256 == 0: a warp's 256 values lie in one row), each
+// stored value as BinaryKernel stores it, and the stored rows rounded to int8 blocks of 32 into xq as the
+// quantized product's prologue lays them out (RoundInt8x8, the product's own rounding): [rows][d + 16] codes,
+// then [rows][d / G] {dx, dx * sum} per scale group of G values.
+template <int G>
+__global__ void SiluMulInt8Kernel(const bf16* gate, const bf16* up, bf16* out, int64_t rows, int64_t d, uint8_t* xq) {
+  AllowDependentLaunch();
+  WaitForPrevious();
+  const int64_t i = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * 8;
+  if (i >= rows * d) return;  // whole warps: rows * d % 256 == 0
+  float va[8], vb[8], stored[8];
+  Load8(gate + i, va);
+  Load8(up + i, vb);
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    va[j] = Apply<kOpSiluMul>(va[j], vb[j]);
+    stored[j] = RoundBf16(va[j]);
+  }
+  Store8(out + i, va);
+  float dx;
+  int codes_sum;
+  const uint2 codes = RoundInt8x8<G>(stored, &dx, &codes_sum);
+  const int64_t row = i / d, col = i - row * d;
+  *reinterpret_cast<uint2*>(xq + row * (d + 16) + col) = codes;
+  float2* xs = reinterpret_cast<float2*>(xq + rows * (d + 16)) + row * (d / G);
+  if ((threadIdx.x & (G / 8 - 1)) == 0) xs[col / G] = make_float2(dx, dx * static_cast<float>(codes_sum));
+}
+
 template <typename T>
 __global__ void AddSigmoidGatedKernel(T* acc, const T* x, const float* gate_logit, int64_t rows, int64_t cols) {
   AllowDependentLaunch();
@@ -72,6 +101,20 @@ void LaunchBinary(cudaStream_t s, int op, int dtype, const void* a, const void* 
   } else {
     BinaryOfType<float>(s, op, a, b, out, n);
   }
+  INFX_CUDA_CHECK_LAUNCH();
+}
+
+bool SiluMulInt8Fits(const void* gate, const void* up, const void* out, int64_t rows, int64_t d) {
+  return rows >= 1 && d > 0 && d % 256 == 0 && Aligned16(gate) && Aligned16(up) && Aligned16(out);
+}
+
+void LaunchSiluMulInt8(cudaStream_t s, const void* gate, const void* up, void* out, int64_t rows, int64_t d, int group,
+                       void* xq) {
+  INFX_CHECK(SiluMulInt8Fits(gate, up, out, rows, d) && (group == 16 || group == 32) && xq != nullptr);
+  const unsigned blocks = Blocks(rows * d / 8, 256);
+  auto* kernel = group == 16 ? SiluMulInt8Kernel<16> : SiluMulInt8Kernel<32>;
+  LaunchDependent(kernel, blocks, 256, 0, s, static_cast<const bf16*>(gate), static_cast<const bf16*>(up),
+                  static_cast<bf16*>(out), rows, d, static_cast<uint8_t*>(xq));
   INFX_CUDA_CHECK_LAUNCH();
 }
 

@@ -107,6 +107,12 @@ void LaunchDequantRows(cudaStream_t s, int type, const void* w, const int32_t* i
 enum BinaryOp : int { kOpAdd = 0, kOpSiluMul = 1, kOpSigmoidMul = 2 };
 // out = a + b | silu(a) * b | a * sigmoid(b), n elements of act dtype (out may alias a or b).
 void LaunchBinary(cudaStream_t s, int op, int dtype, const void* a, const void* b, void* out, int64_t n);
+// SiLU(gate) * up (LaunchBinary's kOpSiluMul) of `rows` bf16 rows of d values that a quantized product of an
+// integer type reads next, the stored rows also rounded to int8 into xq as LaunchRmsNormInt8 lays them out
+// (kGemvXInt8; group 16 or 32). SiluMulInt8Fits: d % 256 == 0, 16-byte aligned rows.
+bool SiluMulInt8Fits(const void* gate, const void* up, const void* out, int64_t rows, int64_t d);
+void LaunchSiluMulInt8(cudaStream_t s, const void* gate, const void* up, void* out, int64_t rows, int64_t d, int group,
+                       void* xq);
 // acc[r, :] += sigmoid(gate_logit[r]) * x[r, :].
 void LaunchAddSigmoidGated(cudaStream_t s, int dtype, void* acc, const void* x, const float* gate_logit, int64_t rows,
                            int64_t cols);

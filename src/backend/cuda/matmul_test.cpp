@@ -504,6 +504,72 @@ TEST(CudaMatMul, NormRoundsXForQuantizedGemv) {
   }
 }
 
+// At 2-8 tokens SiLU(gate) * up is held, and the quantized product that reads it next has it round its rows
+// to int8 for it (cuda::LaunchSiluMulInt8, kGemvXInt8), with the codes the product's own prologue would give:
+// every output equals the unfused rig's bit for bit (whose products the other tests check against the
+// CPU), in place as the MLP runs it and out of place; a result that no quantized product reads next (a bf16
+// product) is the plain op's. Three rounds through the same tensors, so that the later ones replay a graph.
+TEST(CudaMatMul, SiluMulRoundsXForQuantizedGemv) {
+  INFX_REQUIRE_GPU();
+  const int64_t k = 1024, ff = 1536, m = 1000;
+  CudaOptions unfused_options;
+  unfused_options.fuse = false;
+  uint64_t seed = 1300;
+  for (DType type : {DType::kQ4_K, DType::kQ8_0, DType::kQ6_K, DType::kQ5_1}) {
+    for (int64_t n : {2, 3, 8}) {
+      Rig fused, unfused(unfused_options);
+      struct Side {
+        Pair x, gate, up, h, down, down2, down3;
+        std::vector<Pair> w;
+        Pair wb;
+      };
+      std::vector<HostBuffer> packed;
+      for (auto [rows, cols] : {std::pair{ff, k}, std::pair{ff, k}, std::pair{m, ff}, std::pair{m, ff}})
+        packed.push_back(RandomQuantBlocks(type, rows, cols, seed++, 0.05f));
+      const std::vector<float> x0 = Rand(n * k, seed++, -2, 2), wbv = Rand(m * ff, seed++, -0.05f, 0.05f);
+      auto make = [&](Rig& rig) {
+        Side t{rig.Act({n, k}, x0), rig.Out({n, ff}), rig.Out({n, ff}), rig.Out({n, ff}), rig.Out({n, m}),
+               rig.Out({n, m}),     rig.Out({n, m}),  {},               rig.Weight(DType::kBF16, {m, ff}, wbv)};
+        for (const HostBuffer& p : packed)
+          t.w.push_back(Pair{rig.cpu.UploadWeight(p.view()), rig.gpu.UploadWeight(p.view())});
+        return t;
+      };
+      Side a = make(fused), b = make(unfused);
+      auto step = [](Backend& be, Side& t) {
+        be.MatMul(t.x.gpu, t.w[0].gpu, t.gate.gpu);
+        be.MatMul(t.x.gpu, t.w[1].gpu, t.up.gpu);
+        be.SiluMul(t.gate.gpu, t.up.gpu, t.h.gpu);  // out of place; down and a product joining it
+        be.MatMul(t.h.gpu, t.w[2].gpu, t.down.gpu);
+        be.MatMul(t.h.gpu, t.w[3].gpu, t.down2.gpu);
+        be.SiluMul(t.gate.gpu, t.up.gpu, t.gate.gpu);  // in place, as the MLP runs it, then a bf16 product
+        be.MatMul(t.gate.gpu, t.wb.gpu, t.down3.gpu);
+        be.SiluMul(t.h.gpu, t.up.gpu, t.up.gpu);  // into up, read by a quantized product
+        be.MatMul(t.up.gpu, t.w[2].gpu, t.down.gpu);
+      };
+      for (int round = 0; round < 3; ++round) {
+        if (round > 0) {
+          const std::vector<float> x = Rand(n * k, seed++, -2, 2);
+          fused.Set(a.x, x);
+          unfused.Set(b.x, x);
+        }
+        step(fused.gpu, a);
+        step(unfused.gpu, b);
+        const std::string at =
+            std::string(DTypeName(type)) + " n=" + std::to_string(n) + " round " + std::to_string(round);
+        for (auto [x, y, name] : {std::tuple{&a.gate, &b.gate, "SiLU in place"}, std::tuple{&a.up, &b.up, "SiLU into up"},
+                                  std::tuple{&a.h, &b.h, "SiLU"}, std::tuple{&a.down, &b.down, "down"},
+                                  std::tuple{&a.down2, &b.down2, "joined product"},
+                                  std::tuple{&a.down3, &b.down3, "bf16 product"}}) {
+          const std::vector<float> got = fused.Gpu(x->gpu), want = unfused.Gpu(y->gpu);
+          size_t differ = 0;
+          for (size_t i = 0; i < got.size(); ++i) differ += std::memcmp(&got[i], &want[i], sizeof(float)) != 0;
+          EXPECT_EQ(differ, 0u) << name << " " << at << ": values that differ from the unfused ops'";
+        }
+      }
+    }
+  }
+}
+
 // SiLU(gate) * up right after a quantized gate / up pair of one-token products is the pair's epilogue (a
 // block takes the gate tile and the up tile of the same rows; several tokens run it as its own kernel): the
 // products and the result against the CPU, out of place and in place (into gate, into up).
