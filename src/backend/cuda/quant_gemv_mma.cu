@@ -3,7 +3,7 @@
 // packed weight byte read once.
 //
 // Integer types (every GGUF block type): each thread block first rounds x to 8-bit integers (or, at 2-8
-// tokens after a norm, copies the rows that the norm kernel rounded: kGemvXInt8)
+// tokens after a norm or SiLU-and-multiply, copies the rows that kernel rounded: kGemvXInt8)
 // in blocks of 32 (scale = max |x| / 127, as llama.cpp's q8_1 activations) into shared memory, with the
 // integer sums of every scale group. The weights' integer codes then go through int8 mma.sync (m16n8k32
 // for 32-value scale groups, m16n8k16 for the 16-value groups of Q2_K, Q3_K, Q6_K) with exact 32-bit sums
@@ -162,13 +162,13 @@ __global__ void __launch_bounds__(32 * kWarps, kOne || !IsIntType<T>() ? 3 : kNt
   __half* xh = reinterpret_cast<__half*>(act);
   float* xf = reinterpret_cast<float*>(act + static_cast<size_t>(n) * XqStride(k) * 2);
   if constexpr (IsIntType<T>()) {
-    if (!kOne && kNt == 1 && p.pro.kind == kGemvXInt8) {  // x rounded by the norm before: its rows copied
+    if (!kOne && kNt == 1 && p.pro.kind == kGemvXInt8) {  // x rounded by the op before: its rows copied
       const uint4* src = static_cast<const uint4*>(p.pro.a);
       uint4* dst = reinterpret_cast<uint4*>(xq);
       const int words = (n * static_cast<int>(XqStride(k)) + n * (k / kG) * 8) / 16;
       for (int i = static_cast<int>(threadIdx.x); i < words; i += 32 * kWarps) dst[i] = src[i];
     } else {
-      QuantizeActivations<kG, kOne ? 4 : 8, !kOne>(x, n, k, xq, xs);
+      QuantizeActivations<kG, kNt == 1 ? 4 : 8, (kNt > 1)>(x, n, k, xq, xs);
     }
     __syncthreads();
   } else if constexpr (kHalfX) {

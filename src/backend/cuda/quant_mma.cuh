@@ -244,8 +244,8 @@ __device__ __forceinline__ void E4m3x4ToBf16(uint32_t v, uint32_t* lo, uint32_t*
 // (x comes from L2 or memory: one wait instead of kBatch; more registers while it runs). kFlat: over all
 // tokens at once (x is contiguous: unit u is values 8u .. 8u + 7 of the flattened x), the rounds' loads
 // across token boundaries, so that 32 tokens of 4,096 values take 8 waits at kBatch 8 rather than 32 or
-// more; else token after token (the one-token form: the flattened form's index arithmetic made the one-token
-// q4_k step 2% longer, docs/performance.md).
+// more; else token after token (up to 8 tokens, the product's one-launch form: the flattened form's index
+// arithmetic made the q4_k step 2% longer at one token and 4% at eight, docs/performance.md).
 template <int G, int kBatch = 1, bool kFlat = true>
 __device__ __forceinline__ void QuantizeActivations(const bf16* x, int n, int k, int8_t* xq, float2* xs) {
   const int per_token = k / 8;  // a multiple of 32: groups of 4 threads stay inside one 32-value block
