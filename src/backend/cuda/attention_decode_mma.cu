@@ -614,8 +614,28 @@ __global__ void __launch_bounds__(kThreads)
   const int live = kFused ? (len + chunk - 1) / chunk : n_splits;
   bf16* out = kFused ? direct_out : nullptr;
   const bf16* gate = kFused ? static_cast<const bf16*>(f.gate) : nullptr;
+  // With f.xq (d == D: every lane of a warp stores, 32 consecutive columns of one row) each warp's 32 stored
+  // values are also rounded to int8 for the quantized product that reads them (kGemvXInt8's layout: row t's
+  // codes at t (K + 16), then the rows' group factors; K = n_heads d).
   auto store_out = [&](int64_t i, float v) {
-    out[i] = __float2bfloat16_rn(gate == nullptr ? v : RoundBf16(v) * SigmoidF(__bfloat162float(gate[i])));
+    const bf16 stored =
+        __float2bfloat16_rn(gate == nullptr ? v : RoundBf16(v) * SigmoidF(__bfloat162float(gate[i])));
+    out[i] = stored;
+    if constexpr (kFused) {
+      if (f.xq != nullptr) {
+        const int64_t cols = static_cast<int64_t>(n_heads) * d, col = i - static_cast<int64_t>(t) * cols;
+        uint8_t* xq = static_cast<uint8_t*>(f.xq);
+        float2* xs = reinterpret_cast<float2*>(xq + static_cast<int64_t>(layout.n_tokens) * (cols + 16));
+        float dx;
+        int codes_sum;
+        const bool g16 = f.xq_group == 16;
+        const int code = g16 ? RoundInt8Lane<16>(__bfloat162float(stored), &dx, &codes_sum)
+                             : RoundInt8Lane<32>(__bfloat162float(stored), &dx, &codes_sum);
+        xq[t * (cols + 16) + col] = static_cast<uint8_t>(code);
+        if ((tid & (g16 ? 15 : 31)) == 0)
+          xs[t * (cols / f.xq_group) + col / f.xq_group] = make_float2(dx, dx * static_cast<float>(codes_sum));
+      }
+    }
   };
   // Each row's merge weights once, by thread r of the first group: the largest of the warps' maxima, each
   // warp's weight exp2(m_w - m) and the row's sum l, added in warp order as every element of the row added
@@ -794,6 +814,11 @@ bool AttentionDecodeMmaFits(int group, int head_dim, size_t max_smem_optin, bool
   return (f8 ? PlainSmem<true>(head_dim) : PlainSmem<false>(head_dim)) <= max_smem_optin;
 }
 
+bool AttentionDecodeRoundsOutput(int head_dim, int n_heads) {
+  // The output loops' warps then cover 32 consecutive columns of one head, none past head_dim.
+  return (head_dim == 64 || head_dim == 128) && (static_cast<int64_t>(n_heads) * head_dim) % 256 == 0;
+}
+
 bool AttentionDecodeFusedFits(int group, int head_dim, int n_splits, size_t max_smem_optin, bool f8) {
   if (!AttentionDecodeMmaFits(group, head_dim, max_smem_optin, f8) || n_splits < 1) return false;
   // The last split's merge keeps each split's weight per query head in the bytes after Q.
@@ -833,6 +858,8 @@ void LaunchAttentionDecodeFused(cudaStream_t s, DeviceLayout layout, KvCacheView
   INFX_CHECK(out != nullptr && (n_splits == 1 || (ws_o != nullptr && ws_ml != nullptr && f.counter != nullptr)) &&
              n_heads / kv.n_kv_heads <= kRows && f.prep.head_dim == kv.head_dim && f.prep.n_tensors == 3 &&
              layout.max_seq_tokens == 1);
+  INFX_CHECK(f.xq == nullptr || (AttentionDecodeRoundsOutput(kv.head_dim, n_heads) &&
+                                 (f.xq_group == 16 || f.xq_group == 32) && layout.n_tokens <= kGemvNormMaxTokens));
   LaunchFor<true>(s, layout, kv, f.prep.t[0].x, n_heads, scale, n_splits, ws_o, ws_ml, out, f);
   INFX_CUDA_CHECK_LAUNCH();
 }

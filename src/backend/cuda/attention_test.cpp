@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <utility>
 
@@ -13,6 +14,7 @@
 #include "backend/cuda/state.h"
 #include "backend/cuda/test_util.h"
 #include "quant/kv_f8.h"
+#include "quant/random_blocks.h"
 
 namespace infernix {
 namespace {
@@ -250,6 +252,73 @@ TEST(CudaAttention, PreparedDecodeMergesManySplits) {
   RunPreparedSteps(Heads{8, 2, 64}, 2, steps, 2400, 4096, /*gated=*/true);
   // head_dim 80 in the kernel built for 128: the columns past head_dim in the merge and the output.
   RunPreparedSteps(Heads{8, 2, 80}, 2, steps, 2450, 4096);
+}
+
+// At 2-8 tokens the fused decode attention that a quantized product reads next rounds its output rows to int8
+// for it as it writes them (DecodeAttentionFusion::xq, kGemvXInt8): in one split (the blocks sharing the query
+// heads) and where the last split to finish merges (a long context), for 16- and 32-value scale groups. The
+// product must equal, bit for bit, the same product of the same rows rounded by the product itself (after a
+// bf16 product between them has flushed everything held); the output against the CPU is the tests' above.
+TEST(CudaAttention, PreparedDecodeRoundsItsOutputForQuantizedProducts) {
+  INFX_REQUIRE_GPU();
+  uint64_t seed = 2700;
+  for (Heads h : {Heads{32, 8, 128}, Heads{16, 8, 64}}) {
+    for (int64_t prefix : {int64_t{40}, int64_t{3000}}) {
+      const int slots = prefix > 1000 ? 3 : 8;
+      Rig rig;
+      auto gs = rig.gpu.CreateState(Spec(h, slots, 4096, 1));
+      const float scale = 1.0f / std::sqrt(static_cast<float>(h.d));
+      const int64_t half = h.d / 2, cols = int64_t{h.hq} * h.d, m = 520;
+      std::vector<float> freq(static_cast<size_t>(half));
+      for (int64_t i = 0; i < half; ++i) freq[static_cast<size_t>(i)] = std::pow(10000.0f, -static_cast<float>(i) / half);
+      auto inv_freq = rig.Weight(DType::kF32, {half}, freq);
+      auto qn = rig.Weight(DType::kBF16, {h.d}, Rand(h.d, seed++, 0.5f, 1.5f));
+      auto kn = rig.Weight(DType::kBF16, {h.d}, Rand(h.d, seed++, 0.5f, 1.5f));
+      auto wb = rig.Weight(DType::kBF16, {m, cols}, Rand(m * cols, seed++, -0.05f, 0.05f));
+      std::vector<Tensor> wq;
+      std::vector<DType> types = {DType::kQ4_K, DType::kQ6_K, DType::kQ8_0};
+      std::vector<HostBuffer> packed;
+      for (DType type : types) packed.push_back(RandomQuantBlocks(type, m, cols, seed++, 0.05f));
+      for (const HostBuffer& p : packed) wq.push_back(rig.gpu.UploadWeight(p.view()));
+      // The prefill of every sequence, then decode steps of 2, 3 and (with 8 sequences) 8 tokens.
+      std::vector<std::vector<std::array<int64_t, 3>>> steps(1);
+      for (int s = 0; s < slots; ++s) steps[0].push_back({s, prefix, 0});
+      std::vector<int64_t> pos(static_cast<size_t>(slots), prefix);
+      for (int64_t n : {2, 3, 8, 2}) {
+        if (n > slots) continue;
+        std::vector<std::array<int64_t, 3>> step;
+        for (int64_t s = 0; s < n; ++s) step.push_back({s, 1, pos[static_cast<size_t>(s)]++});
+        steps.push_back(step);
+      }
+      for (size_t i = 0; i < steps.size(); ++i) {
+        BatchLayout layout = MakeLayout(steps[i]);
+        const int64_t n = layout.n_tokens;
+        auto q = rig.Act({n, h.hq, h.d}, Rand(n * cols, seed++, -2, 2));
+        auto k = rig.Act({n, h.hkv, h.d}, Rand(n * h.hkv * h.d, seed++, -2, 2));
+        auto v = rig.Act({n, h.hkv, h.d}, Rand(n * h.hkv * h.d, seed++, -2, 2));
+        auto out = rig.Out({n, h.hq, h.d});
+        Backend& be = rig.gpu;
+        be.RmsNorm(q.gpu.Reshaped({n * h.hq, h.d}), qn.gpu, 1e-6f, false, q.gpu.Reshaped({n * h.hq, h.d}));
+        be.RmsNorm(k.gpu.Reshaped({n * h.hkv, h.d}), kn.gpu, 1e-6f, false, k.gpu.Reshaped({n * h.hkv, h.d}));
+        be.Rope(q.gpu, layout, inv_freq.gpu, 1.0f);
+        be.Rope(k.gpu, layout, inv_freq.gpu, 1.0f);
+        be.Attention(q.gpu, k.gpu, v.gpu, *gs, 0, layout, scale, out.gpu);
+        gs->Advance(layout);
+        if (i == 0) continue;  // the prefill
+        const size_t ti = i % types.size();
+        const Tensor flat = out.gpu.Reshaped({n, cols});
+        auto rounded = rig.Out({n, m}), between = rig.Out({n, m}), itself = rig.Out({n, m});
+        be.MatMul(flat, wq[ti], rounded.gpu);  // x rounded by the attention
+        be.MatMul(flat, wb.gpu, between.gpu);
+        be.MatMul(flat, wq[ti], itself.gpu);  // x rounded by the product
+        const std::vector<float> got = rig.Gpu(rounded.gpu), want = rig.Gpu(itself.gpu);
+        size_t differ = 0;
+        for (size_t e = 0; e < got.size(); ++e) differ += std::memcmp(&got[e], &want[e], sizeof(float)) != 0;
+        EXPECT_EQ(differ, 0u) << DTypeName(types[ti]) << " hq=" << h.hq << " d=" << h.d << " context " << prefix
+                              << " step " << i << " (" << n << " tokens): values that differ";
+      }
+    }
+  }
 }
 
 // Contexts on both sides of DecodeAttentionFusion::one_split_pages (2 pages of 64 keys): 128 keys in one

@@ -272,11 +272,23 @@ cuda::GemvPrologue CudaBackend::RoundHeldForQuantized(const Tensor& x, const Ten
   cuda::GemvPrologue pro{};
   const int64_t n = x.rows(), k = x.cols();
   const int group = w.dtype == DType::kQ2_K || w.dtype == DType::kQ3_K || w.dtype == DType::kQ6_K ? 16 : 32;
+  if (!options_.fuse || x.dtype != DType::kBF16 || n < 2 || n > cuda::kGemvNormMaxTokens || k > kQuantXMaxCols ||
+      w.dtype == DType::kF8E4M3B128)
+    return pro;
+  PendingAttention& a = pending_attention_;
+  if (pending_ == Pending::kAttention && a.out.data == x.data && a.out.numel() == x.numel() &&
+      a.layout.n_tokens == n && a.fusion.gate == nullptr && cuda::AttentionDecodeRoundsOutput(a.kv.head_dim, a.heads)) {
+    a.fusion.xq = quant_x_.data();  // the held attention rounds its output rows as it writes them
+    a.fusion.xq_group = group;
+    FlushGemv();
+    LaunchHeldAttention(nullptr);
+    pro.kind = cuda::kGemvXInt8;
+    pro.a = quant_x_.data();
+    return pro;
+  }
   const bool norm = pending_ == Pending::kNorm, silu = pending_ == Pending::kSiluMul;
   const void* b = pending_b_.data;
-  if (!options_.fuse || !(norm || silu) || pending_out_.data != x.data || pending_out_.rows() != n ||
-      pending_out_.numel() != x.numel() || x.dtype != DType::kBF16 || n < 2 || n > cuda::kGemvNormMaxTokens ||
-      k > kQuantXMaxCols || w.dtype == DType::kF8E4M3B128)
+  if (!(norm || silu) || pending_out_.data != x.data || pending_out_.rows() != n || pending_out_.numel() != x.numel())
     return pro;
   if (norm && !cuda::RmsNormInt8Fits(pending_a_.data, b, b != nullptr ? pending_sum_.data : nullptr,
                                      pending_norm_w_.data, static_cast<int>(pending_norm_w_.dtype), pending_out_.data,

@@ -156,7 +156,8 @@ class CudaBackend final : public Backend {
   // after launching whatever is pending.
   cuda::GemvPrologue TakeGemvPrologue(const Tensor& x);
   // For a quantized product of w (an integer block type) that reads x: whether the held op makes x (the norm,
-  // or SiLU-and-multiply) and can round it to int8 for the product (2 to kGemvNormMaxTokens rows); then
+  // SiLU-and-multiply, the fused decode attention) and can round it to int8 for the product (2 to
+  // kGemvNormMaxTokens rows); then
   // launches it so and returns the product's prologue (kGemvXInt8), else a plain one (the held op untouched).
   cuda::GemvPrologue RoundHeldForQuantized(const Tensor& x, const Tensor& w);
   // Whether an RMSNorm of x into out (after out = x + b when b is set) may wait to be fused into the GEMV
@@ -355,7 +356,7 @@ class CudaBackend final : public Backend {
   static constexpr int64_t kGemvSumsCapacity = int64_t{cuda::kGemvNormMaxTokens} * 4096;
   cuda::DeviceBuffer gemv_sums_;
   // x of a 2-8-token quantized product rounded to int8 by the held op that makes it (cuda::LaunchRmsNormInt8,
-  // cuda::LaunchSiluMulInt8, cuda::kGemvXInt8): codes and group factors of up to kGemvNormMaxTokens rows of kQuantXMaxCols values; one
+  // cuda::LaunchSiluMulInt8, cuda::DecodeAttentionFusion::xq; cuda::kGemvXInt8): codes and group factors of up to kGemvNormMaxTokens rows of kQuantXMaxCols values; one
   // buffer: the norm writes it after the product before it has ended, and the product reads it after its wait.
   static constexpr int64_t kQuantXMaxCols = 16384;
   static constexpr int64_t kQuantXBytes = int64_t{cuda::kGemvNormMaxTokens} * (kQuantXMaxCols + 16 + kQuantXMaxCols / 2);

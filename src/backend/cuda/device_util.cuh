@@ -443,6 +443,26 @@ __device__ __forceinline__ uint2 RoundInt8x8(const float* v, float* dx, int* sum
   return make_uint2(packed[0], packed[1]);
 }
 
+// RoundInt8x8 for a block of 32 consecutive values of a row held one a lane (lane i: value i of the block):
+// the same codes and factors, bit for bit (the maximum and the sums do not depend on the order). Returns the
+// lane's code; *dx = max / 127, *sum = the codes' sum over the lane's scale group of G values. Every lane of
+// the warp calls it.
+template <int G>
+__device__ __forceinline__ int RoundInt8Lane(float v, float* dx, int* sum) {
+  static_assert(G == 16 || G == 32, "scale groups of 16 or 32 values");
+  float amax = fabsf(v);
+#pragma unroll
+  for (int off = 16; off >= 1; off >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, off));
+  const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+  const int q = __float2int_rn(v * inv);
+  int s = q;
+#pragma unroll
+  for (int off = G / 2; off >= 1; off >>= 1) s += __shfl_xor_sync(0xffffffffu, s, off);
+  *sum = s;
+  *dx = amax / 127.0f;
+  return q;
+}
+
 // The SiLU-and-multiply epilogue of a gate / up pair of GEMV tiles (bf16 outputs), element i of both: the
 // gate tile's pass (up == false) rounds its sum as stored and keeps it in `gate`; the up tile's pass (the
 // same thread and element, later) writes up and SiLU(gate) * up as the SiLU-and-multiply op rounds it. A

@@ -359,7 +359,15 @@ struct DecodeAttentionFusion {
   // outnumber the splits, each staged before the kernel waits. In one split (a bf16 cache) the blocks of
   // the other splits take shares of the group's query heads instead of returning.
   int32_t one_split_pages = 2;
+  // Set (2 to kGemvNormMaxTokens tokens; head_dim 64 or 128): the output rows, as stored, also rounded to
+  // int8 into xq as LaunchRmsNormInt8 lays them out (kGemvXInt8), scale groups of xq_group (16 or 32)
+  // values, for the quantized product that reads them next.
+  void* xq = nullptr;
+  int32_t xq_group = 0;
 };
+// Whether the fused decode attention can round its output to int8 (DecodeAttentionFusion::xq) for this
+// head_dim and number of query heads.
+bool AttentionDecodeRoundsOutput(int head_dim, int n_heads);
 constexpr int64_t kAttentionFusedMaxCounters = 8192;
 // Also false above head_dim 128: there the plain kernel with its prep and combine was faster.
 bool AttentionDecodeFusedFits(int group, int head_dim, int n_splits, size_t max_smem_optin, bool f8 = false);
