@@ -859,7 +859,7 @@ void LaunchAttentionDecodeFused(cudaStream_t s, DeviceLayout layout, KvCacheView
              n_heads / kv.n_kv_heads <= kRows && f.prep.head_dim == kv.head_dim && f.prep.n_tensors == 3 &&
              layout.max_seq_tokens == 1);
   INFX_CHECK(f.xq == nullptr || (AttentionDecodeRoundsOutput(kv.head_dim, n_heads) &&
-                                 (f.xq_group == 16 || f.xq_group == 32) && layout.n_tokens <= kGemvNormMaxTokens));
+                                 (f.xq_group == 16 || f.xq_group == 32) && layout.n_tokens <= kQuantGemvWideMaxTokens));
   LaunchFor<true>(s, layout, kv, f.prep.t[0].x, n_heads, scale, n_splits, ws_o, ws_ml, out, f);
   INFX_CUDA_CHECK_LAUNCH();
 }

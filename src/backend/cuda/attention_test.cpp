@@ -254,7 +254,7 @@ TEST(CudaAttention, PreparedDecodeMergesManySplits) {
   RunPreparedSteps(Heads{8, 2, 80}, 2, steps, 2450, 4096);
 }
 
-// At 2-8 tokens the fused decode attention that a quantized product reads next rounds its output rows to int8
+// At 2-32 tokens the fused decode attention that a quantized product reads next rounds its output rows to int8
 // for it as it writes them (DecodeAttentionFusion::xq, kGemvXInt8): in one split (the blocks sharing the query
 // heads) and where the last split to finish merges (a long context), for 16- and 32-value scale groups. The
 // product must equal, bit for bit, the same product of the same rows rounded by the product itself (after a
@@ -264,7 +264,7 @@ TEST(CudaAttention, PreparedDecodeRoundsItsOutputForQuantizedProducts) {
   uint64_t seed = 2700;
   for (Heads h : {Heads{32, 8, 128}, Heads{16, 8, 64}}) {
     for (int64_t prefix : {int64_t{40}, int64_t{3000}}) {
-      const int slots = prefix > 1000 ? 3 : 8;
+      const int slots = prefix > 1000 ? 3 : 16;
       Rig rig;
       auto gs = rig.gpu.CreateState(Spec(h, slots, 4096, 1));
       const float scale = 1.0f / std::sqrt(static_cast<float>(h.d));
@@ -280,11 +280,11 @@ TEST(CudaAttention, PreparedDecodeRoundsItsOutputForQuantizedProducts) {
       std::vector<HostBuffer> packed;
       for (DType type : types) packed.push_back(RandomQuantBlocks(type, m, cols, seed++, 0.05f));
       for (const HostBuffer& p : packed) wq.push_back(rig.gpu.UploadWeight(p.view()));
-      // The prefill of every sequence, then decode steps of 2, 3 and (with 8 sequences) 8 tokens.
+      // The prefill of every sequence, then decode steps of 2, 3 and (with 16 sequences) 8 and 16 tokens.
       std::vector<std::vector<std::array<int64_t, 3>>> steps(1);
       for (int s = 0; s < slots; ++s) steps[0].push_back({s, prefix, 0});
       std::vector<int64_t> pos(static_cast<size_t>(slots), prefix);
-      for (int64_t n : {2, 3, 8, 2}) {
+      for (int64_t n : {2, 3, 8, 16, 2}) {  // 16: the wide product
         if (n > slots) continue;
         std::vector<std::array<int64_t, 3>> step;
         for (int64_t s = 0; s < n; ++s) step.push_back({s, 1, pos[static_cast<size_t>(s)]++});

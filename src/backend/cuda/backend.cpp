@@ -272,7 +272,7 @@ cuda::GemvPrologue CudaBackend::RoundHeldForQuantized(const Tensor& x, const Ten
   cuda::GemvPrologue pro{};
   const int64_t n = x.rows(), k = x.cols();
   const int group = w.dtype == DType::kQ2_K || w.dtype == DType::kQ3_K || w.dtype == DType::kQ6_K ? 16 : 32;
-  if (!options_.fuse || x.dtype != DType::kBF16 || n < 2 || n > cuda::kGemvNormMaxTokens || k > kQuantXMaxCols ||
+  if (!options_.fuse || x.dtype != DType::kBF16 || n < 2 || n > cuda::kQuantGemvWideMaxTokens || k > kQuantXMaxCols ||
       w.dtype == DType::kF8E4M3B128)
     return pro;
   PendingAttention& a = pending_attention_;

@@ -157,11 +157,11 @@ class CudaBackend final : public Backend {
   cuda::GemvPrologue TakeGemvPrologue(const Tensor& x);
   // For a quantized product of w (an integer block type) that reads x: whether the held op makes x (the norm,
   // SiLU-and-multiply, the fused decode attention) and can round it to int8 for the product (2 to
-  // kGemvNormMaxTokens rows); then
+  // kQuantGemvWideMaxTokens rows); then
   // launches it so and returns the product's prologue (kGemvXInt8), else a plain one (the held op untouched).
   cuda::GemvPrologue RoundHeldForQuantized(const Tensor& x, const Tensor& w);
   // Whether an RMSNorm of x into out (after out = x + b when b is set) may wait to be fused into the GEMV
-  // that reads out.
+  // that reads out (or, up to kQuantGemvWideMaxTokens rows, into the quantized product's rounding of x).
   bool NormFusable(const Tensor& x, const Tensor* b, const Tensor& weight, const Tensor& out) const;
   // Holds out = RmsNorm(a (+ b)) back as Pending::kNorm (with b, a + b also goes to sum).
   void HoldNorm(const Tensor& a, const Tensor& b, const Tensor& sum, const Tensor& weight, float eps, float w_offset,
@@ -196,7 +196,7 @@ class CudaBackend final : public Backend {
   // (its down kernel's epilogue, cuda::GemvResidual).
   // kCombine: split decode attention's combine, held for the output gate's SigmoidMul (gated attention);
   // kAttention: a decode step's fused attention (cuda::DecodeAttentionFusion), held for the same.
-  // kSiluMul: SiLU(pending_a_) * pending_b_ into pending_out_ (2 to kGemvNormMaxTokens bf16 rows that no GEMV
+  // kSiluMul: SiLU(pending_a_) * pending_b_ into pending_out_ (2 to kQuantGemvWideMaxTokens bf16 rows that no GEMV
   // fused), held for the quantized product that reads it (RoundHeldForQuantized).
   enum class Pending { kNone, kAdd, kHeads, kNorm, kGates, kDeltaRule, kMoe, kCombine, kAttention, kSiluMul };
   struct PendingHead {  // an in-place per-head RMSNorm, maybe followed by RoPE
@@ -355,11 +355,13 @@ class CudaBackend final : public Backend {
   // norm it ends with (cuda::GemvResidual), floats; one buffer: the GEMVs run in stream order.
   static constexpr int64_t kGemvSumsCapacity = int64_t{cuda::kGemvNormMaxTokens} * 4096;
   cuda::DeviceBuffer gemv_sums_;
-  // x of a 2-8-token quantized product rounded to int8 by the held op that makes it (cuda::LaunchRmsNormInt8,
-  // cuda::LaunchSiluMulInt8, cuda::DecodeAttentionFusion::xq; cuda::kGemvXInt8): codes and group factors of up to kGemvNormMaxTokens rows of kQuantXMaxCols values; one
-  // buffer: the norm writes it after the product before it has ended, and the product reads it after its wait.
+  // x of a 2-32-token quantized product rounded to int8 by the held op that makes it (cuda::LaunchRmsNormInt8,
+  // cuda::LaunchSiluMulInt8, cuda::DecodeAttentionFusion::xq; cuda::kGemvXInt8): codes and group factors of up
+  // to kQuantGemvWideMaxTokens rows of kQuantXMaxCols values; one buffer: the op writes it after the product
+  // before it has ended, and the product reads it after its wait.
   static constexpr int64_t kQuantXMaxCols = 16384;
-  static constexpr int64_t kQuantXBytes = int64_t{cuda::kGemvNormMaxTokens} * (kQuantXMaxCols + 16 + kQuantXMaxCols / 2);
+  static constexpr int64_t kQuantXBytes =
+      int64_t{cuda::kQuantGemvWideMaxTokens} * (kQuantXMaxCols + 16 + kQuantXMaxCols / 2);
   cuda::DeviceBuffer quant_x_;
   // The fused DeltaNet decode's gated norm (cuda::GdnDecodeFusion): sums of squares per (row, column block)
   // and a zero-initialised counter per row.

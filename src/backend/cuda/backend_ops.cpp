@@ -145,11 +145,16 @@ void CudaBackend::HoldNorm(const Tensor& a, const Tensor& b, const Tensor& sum, 
 
 bool CudaBackend::NormFusable(const Tensor& x, const Tensor* b, const Tensor& weight, const Tensor& out) const {
   const int64_t n = x.rows(), k = x.cols();
-  return options_.fuse && options_.gemv && x.dtype == DType::kBF16 && n >= 1 && n <= cuda::kGemvNormMaxTokens &&
-         k % 8 == 0 && Aligned(x.data, 16) && Aligned(out.data, 16) && Disjoint(x, out) &&
+  // Up to kGemvNormMaxTokens rows the bf16 GEMV's prologue (TakeGemvPrologue) or a quantized product's
+  // rounding of x (RoundHeldForQuantized) takes the norm; beyond, up to kQuantGemvWideMaxTokens, only the
+  // latter (the bf16 GEMV launches it first).
+  const bool rows_fit = n <= cuda::kGemvNormMaxTokens
+                            ? cuda::GemvNormSmemBytes(n, k) <= std::min<size_t>(smem_optin_ / 2, 96 << 10)
+                            : n <= cuda::kQuantGemvWideMaxTokens && k % 256 == 0;
+  return options_.fuse && options_.gemv && x.dtype == DType::kBF16 && n >= 1 && rows_fit && k % 8 == 0 &&
+         Aligned(x.data, 16) && Aligned(out.data, 16) && Disjoint(x, out) &&
          (b == nullptr || (Aligned(b->data, 16) && Disjoint(*b, out))) &&
-         (weight.dtype != DType::kBF16 || Aligned(weight.data, 16)) &&
-         cuda::GemvNormSmemBytes(n, k) <= std::min<size_t>(smem_optin_ / 2, 96 << 10);
+         (weight.dtype != DType::kBF16 || Aligned(weight.data, 16));
 }
 
 void CudaBackend::GatedRmsNorm(const Tensor& x, const Tensor& z, const Tensor& weight, float eps, Tensor out) {
@@ -186,8 +191,9 @@ void CudaBackend::MatMul(const Tensor& x, const Tensor& w, Tensor out) {
       return;
     }
     if (options_.gemv && cuda::QuantGemvMmaFits(Dt(w), n, k, m, x.data, w.data, smem_optin_)) {
-      // 2-8 tokens: the held op that makes x (a norm, SiLU-and-multiply) rounds it to int8 for the product (and
-      // for the products that join it: they read the same x), instead of every block of the product.
+      // 2-32 tokens: the held op that makes x (a norm, SiLU-and-multiply, the decode attention) rounds it to
+      // int8 for the product (and for the products that join it: they read the same x), instead of every block
+      // of the product.
       const bool joins = gemv_.n_segments > 0 && gemv_.pro.kind == cuda::kGemvXInt8 && gemv_.x == x.data &&
                          gemv_.n == n && gemv_.k == k && gemv_.w_type == Dt(w);
       const cuda::GemvPrologue pro = joins ? cuda::GemvPrologue{} : RoundHeldForQuantized(x, w);
@@ -387,7 +393,7 @@ void CudaBackend::SiluMul(const Tensor& gate, const Tensor& up, Tensor out) {
     return;
   }
   const int64_t rows = gate.rows(), cols = gate.cols();
-  if (options_.fuse && gate.dtype == DType::kBF16 && rows >= 2 && rows <= cuda::kGemvNormMaxTokens &&
+  if (options_.fuse && gate.dtype == DType::kBF16 && rows >= 2 && rows <= cuda::kQuantGemvWideMaxTokens &&
       cols <= kQuantXMaxCols && cuda::SiluMulInt8Fits(gate.data, up.data, out.data, rows, cols) &&
       (in_place || (Disjoint(out, gate) && Disjoint(out, up)))) {
     // Held: a quantized product that reads out next has it round out to int8 for it (RoundHeldForQuantized).

@@ -125,7 +125,7 @@ void LaunchRmsNorm(cudaStream_t s, int dtype, const void* x, const void* w, int 
 // out[r] = RmsNorm(sum[r]) as LaunchRmsNorm computes it from the stored (rounded) sum.
 void LaunchAddRmsNorm(cudaStream_t s, int dtype, const void* a, const void* b, void* sum, const void* w, int w_dtype,
                       float eps, float w_offset, void* out, int64_t rows, int64_t d);
-// LaunchAddRmsNorm (b set) or LaunchRmsNorm (b and sum null) for up to kGemvNormMaxTokens bf16 rows that a
+// LaunchAddRmsNorm (b set) or LaunchRmsNorm (b and sum null) for up to kQuantGemvWideMaxTokens bf16 rows that a
 // quantized product of an integer type reads next: the normalised rows are also rounded to int8 blocks of
 // 32 into xq, [rows][d + 16] codes then [rows][d / group] {dx, dx * sum} per scale group of `group` (16 or
 // 32) values, as that product's prologue lays x out in shared memory (kGemvXInt8; the same codes).
@@ -168,8 +168,8 @@ struct GemvSegment {
 //    the sums of squares that GEMV's ss_tiles tiles left in ss [n][ss_tiles], and writes RmsNorm(a) to
 //    `out` for later readers (w, w_dtype, w_offset, eps as kGemvXNorm's), a slice per block. bf16 weights,
 //    n <= kGemvNormMaxTokens, n * ss_tiles <= kGemvScaledMaxSums, no tail (GemvXScaledFits).
-//  kGemvXInt8 (quant_gemv_mma.cu, integer types, 2 to kQuantGemvMaxTokens tokens): x already rounded to int8
-//    by the kernel before (LaunchRmsNormInt8): `a` holds the rows' codes and group factors as that kernel lays
+//  kGemvXInt8 (quant_gemv_mma.cu, integer types, 2 to kQuantGemvWideMaxTokens tokens): x already rounded to
+//    int8 by the kernel before (LaunchRmsNormInt8, LaunchSiluMulInt8, DecodeAttentionFusion::xq): `a` holds the rows' codes and group factors as that kernel lays
 //    them out, which the product copies into shared memory instead of rounding x itself.
 enum GemvXKind : int32_t { kGemvXPlain = 0, kGemvXNorm = 1, kGemvXScaled = 2, kGemvXInt8 = 3 };
 constexpr int kGemvNormMaxTokens = 8;
@@ -359,7 +359,7 @@ struct DecodeAttentionFusion {
   // outnumber the splits, each staged before the kernel waits. In one split (a bf16 cache) the blocks of
   // the other splits take shares of the group's query heads instead of returning.
   int32_t one_split_pages = 2;
-  // Set (2 to kGemvNormMaxTokens tokens; head_dim 64 or 128): the output rows, as stored, also rounded to
+  // Set (2 to kQuantGemvWideMaxTokens tokens; head_dim 64 or 128): the output rows, as stored, also rounded to
   // int8 into xq as LaunchRmsNormInt8 lays them out (kGemvXInt8), scale groups of xq_group (16 or 32)
   // values, for the quantized product that reads them next.
   void* xq = nullptr;

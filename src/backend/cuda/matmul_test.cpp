@@ -439,7 +439,7 @@ TEST(CudaMatMul, ResidualAndNormAfterQuantizedGemv) {
   }
 }
 
-// At 2-8 tokens the held RMSNorm (after the residual add, or alone) that makes a quantized product's x also
+// At 2-32 tokens the held RMSNorm (after the residual add, or alone) that makes a quantized product's x also
 // rounds its rows to int8 for that product and the ones that join it (cuda::LaunchRmsNormInt8, kGemvXInt8),
 // with the codes the product's own prologue would give: every output equals the unfused rig's bit for bit
 // (whose products the other tests check against the CPU). Three rounds through the same tensors, so that
@@ -451,7 +451,7 @@ TEST(CudaMatMul, NormRoundsXForQuantizedGemv) {
   unfused_options.fuse = false;
   uint64_t seed = 1200;
   for (DType type : {DType::kQ4_K, DType::kQ8_0, DType::kQ6_K, DType::kQ5_1}) {
-    for (int64_t n : {2, 3, 8}) {
+    for (int64_t n : {2, 3, 8, 12, 32}) {  // beyond 8: the wide form
       Rig fused, unfused(unfused_options);
       struct Side {
         Pair h, o, nw, nw2, normed, normed_b, q, kk, gate;
@@ -504,7 +504,7 @@ TEST(CudaMatMul, NormRoundsXForQuantizedGemv) {
   }
 }
 
-// At 2-8 tokens SiLU(gate) * up is held, and the quantized product that reads it next has it round its rows
+// At 2-32 tokens SiLU(gate) * up is held, and the quantized product that reads it next has it round its rows
 // to int8 for it (cuda::LaunchSiluMulInt8, kGemvXInt8), with the codes the product's own prologue would give:
 // every output equals the unfused rig's bit for bit (whose products the other tests check against the
 // CPU), in place as the MLP runs it and out of place; a result that no quantized product reads next (a bf16
@@ -516,7 +516,7 @@ TEST(CudaMatMul, SiluMulRoundsXForQuantizedGemv) {
   unfused_options.fuse = false;
   uint64_t seed = 1300;
   for (DType type : {DType::kQ4_K, DType::kQ8_0, DType::kQ6_K, DType::kQ5_1}) {
-    for (int64_t n : {2, 3, 8}) {
+    for (int64_t n : {2, 3, 8, 12, 32}) {  // beyond 8: the wide form
       Rig fused, unfused(unfused_options);
       struct Side {
         Pair x, gate, up, h, down, down2, down3;

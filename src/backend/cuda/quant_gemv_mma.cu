@@ -2,8 +2,9 @@
 // dequant(w_i)^T for n <= 8 tokens and up to 4 weights of one type that share x (q/k/v, gate/up), every
 // packed weight byte read once.
 //
-// Integer types (every GGUF block type): each thread block first rounds x to 8-bit integers (or, at 2-8
-// tokens after a norm or SiLU-and-multiply, copies the rows that kernel rounded: kGemvXInt8)
+// Integer types (every GGUF block type): each thread block first rounds x to 8-bit integers (or, at 2-32
+// tokens after a norm, SiLU-and-multiply or the decode attention, copies the rows that kernel rounded:
+// kGemvXInt8)
 // in blocks of 32 (scale = max |x| / 127, as llama.cpp's q8_1 activations) into shared memory, with the
 // integer sums of every scale group. The weights' integer codes then go through int8 mma.sync (m16n8k32
 // for 32-value scale groups, m16n8k16 for the 16-value groups of Q2_K, Q3_K, Q6_K) with exact 32-bit sums
@@ -162,7 +163,7 @@ __global__ void __launch_bounds__(32 * kWarps, kOne || !IsIntType<T>() ? 3 : kNt
   __half* xh = reinterpret_cast<__half*>(act);
   float* xf = reinterpret_cast<float*>(act + static_cast<size_t>(n) * XqStride(k) * 2);
   if constexpr (IsIntType<T>()) {
-    if (!kOne && kNt == 1 && p.pro.kind == kGemvXInt8) {  // x rounded by the op before: its rows copied
+    if (!kOne && p.pro.kind == kGemvXInt8) {  // x rounded by the op before: its rows copied
       const uint4* src = static_cast<const uint4*>(p.pro.a);
       uint4* dst = reinterpret_cast<uint4*>(xq);
       const int words = (n * static_cast<int>(XqStride(k)) + n * (k / kG) * 8) / 16;
@@ -356,7 +357,7 @@ void LaunchQuantGemvMma(cudaStream_t s, GemvBatch batch, size_t max_smem_optin) 
   INFX_CHECK(batch.n <= kQuantGemvMaxTokens || (batch.silu_out == nullptr && batch.res.out == nullptr));
   INFX_CHECK(batch.pro.kind == kGemvXPlain ||
              (batch.pro.kind == kGemvXInt8 && batch.w_type != kF8E4M3B128 && batch.n >= 2 &&
-              batch.n <= kQuantGemvMaxTokens && (reinterpret_cast<uintptr_t>(batch.pro.a) & 15u) == 0));
+              batch.n <= kQuantGemvWideMaxTokens && (reinterpret_cast<uintptr_t>(batch.pro.a) & 15u) == 0));
   INFX_CHECK(batch.silu_out == nullptr || (batch.n_segments == 2 && batch.seg[0].rows == batch.seg[1].rows &&
                                            batch.seg[0].out_dtype == kBF16 && batch.seg[1].out_dtype == kBF16));
   int64_t tiles = 0;
