@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <map>
 #include <utility>
 
@@ -20,6 +19,7 @@ namespace infernix {
 namespace {
 
 using cuda_test::ExpectClose;
+using cuda_test::ExpectSameBits;
 using cuda_test::MakeLayout;
 using cuda_test::Pair;
 using cuda_test::Rand;
@@ -311,11 +311,9 @@ TEST(CudaAttention, PreparedDecodeRoundsItsOutputForQuantizedProducts) {
         be.MatMul(flat, wq[ti], rounded.gpu);  // x rounded by the attention
         be.MatMul(flat, wb.gpu, between.gpu);
         be.MatMul(flat, wq[ti], itself.gpu);  // x rounded by the product
-        const std::vector<float> got = rig.Gpu(rounded.gpu), want = rig.Gpu(itself.gpu);
-        size_t differ = 0;
-        for (size_t e = 0; e < got.size(); ++e) differ += std::memcmp(&got[e], &want[e], sizeof(float)) != 0;
-        EXPECT_EQ(differ, 0u) << DTypeName(types[ti]) << " hq=" << h.hq << " d=" << h.d << " context " << prefix
-                              << " step " << i << " (" << n << " tokens): values that differ";
+        ExpectSameBits(rig.Gpu(rounded.gpu), rig.Gpu(itself.gpu),
+                       fmt::format("{} hq={} d={} context {} step {} ({} tokens)", DTypeName(types[ti]), h.hq, h.d,
+                                   prefix, i, n));
       }
     }
   }

@@ -13,6 +13,7 @@ namespace infernix {
 namespace {
 
 using cuda_test::ExpectClose;
+using cuda_test::ExpectSameBits;
 using cuda_test::Pair;
 using cuda_test::Rand;
 using cuda_test::Rig;
@@ -494,10 +495,7 @@ TEST(CudaMatMul, NormRoundsXForQuantizedGemv) {
         for (auto [x, y, name] : {std::tuple{&a.h, &b.h, "residual sum"}, std::tuple{&a.normed, &b.normed, "add + norm"},
                                   std::tuple{&a.normed_b, &b.normed_b, "norm"}, std::tuple{&a.q, &b.q, "q"},
                                   std::tuple{&a.kk, &b.kk, "k (f32)"}, std::tuple{&a.gate, &b.gate, "gate"}}) {
-          const std::vector<float> got = fused.Gpu(x->gpu), want = unfused.Gpu(y->gpu);
-          size_t differ = 0;
-          for (size_t i = 0; i < got.size(); ++i) differ += std::memcmp(&got[i], &want[i], sizeof(float)) != 0;
-          EXPECT_EQ(differ, 0u) << name << " " << at << ": values that differ from the unfused ops'";
+          ExpectSameBits(fused.Gpu(x->gpu), unfused.Gpu(y->gpu), std::string(name) + " " + at + " (fused / unfused)");
         }
       }
     }
@@ -560,10 +558,7 @@ TEST(CudaMatMul, SiluMulRoundsXForQuantizedGemv) {
                                   std::tuple{&a.h, &b.h, "SiLU"}, std::tuple{&a.down, &b.down, "down"},
                                   std::tuple{&a.down2, &b.down2, "joined product"},
                                   std::tuple{&a.down3, &b.down3, "bf16 product"}}) {
-          const std::vector<float> got = fused.Gpu(x->gpu), want = unfused.Gpu(y->gpu);
-          size_t differ = 0;
-          for (size_t i = 0; i < got.size(); ++i) differ += std::memcmp(&got[i], &want[i], sizeof(float)) != 0;
-          EXPECT_EQ(differ, 0u) << name << " " << at << ": values that differ from the unfused ops'";
+          ExpectSameBits(fused.Gpu(x->gpu), unfused.Gpu(y->gpu), std::string(name) + " " + at + " (fused / unfused)");
         }
       }
     }

@@ -163,6 +163,14 @@ inline void ExpectClose(const std::vector<float>& got, const std::vector<float>&
   std::printf("[ metric ] %-48s rel_l2 %.3e  rel_max %.3e\n", what.c_str(), l2, mx);
 }
 
+// Expects got and want to hold the same bits everywhere (a fused form against the ops it replaces).
+inline void ExpectSameBits(const std::vector<float>& got, const std::vector<float>& want, const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  size_t differ = 0;
+  for (size_t i = 0; i < got.size(); ++i) differ += std::memcmp(&got[i], &want[i], sizeof(float)) != 0;
+  EXPECT_EQ(differ, 0u) << what << ": values that differ";
+}
+
 // A layout from (slot, n_tokens, pos_begin) per sequence, tokens in that order.
 inline BatchLayout MakeLayout(const std::vector<std::array<int64_t, 3>>& seqs) {
   BatchLayout l;
