@@ -270,7 +270,8 @@ TEST(CudaAttention, PreparedDecodeRoundsItsOutputForQuantizedProducts) {
       const float scale = 1.0f / std::sqrt(static_cast<float>(h.d));
       const int64_t half = h.d / 2, cols = int64_t{h.hq} * h.d, m = 520;
       std::vector<float> freq(static_cast<size_t>(half));
-      for (int64_t i = 0; i < half; ++i) freq[static_cast<size_t>(i)] = std::pow(10000.0f, -static_cast<float>(i) / half);
+      for (int64_t i = 0; i < half; ++i)
+        freq[static_cast<size_t>(i)] = std::pow(10000.0f, -static_cast<float>(i) / half);
       auto inv_freq = rig.Weight(DType::kF32, {half}, freq);
       auto qn = rig.Weight(DType::kBF16, {h.d}, Rand(h.d, seed++, 0.5f, 1.5f));
       auto kn = rig.Weight(DType::kBF16, {h.d}, Rand(h.d, seed++, 0.5f, 1.5f));

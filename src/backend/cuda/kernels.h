@@ -169,8 +169,9 @@ struct GemvSegment {
 //    `out` for later readers (w, w_dtype, w_offset, eps as kGemvXNorm's), a slice per block. bf16 weights,
 //    n <= kGemvNormMaxTokens, n * ss_tiles <= kGemvScaledMaxSums, no tail (GemvXScaledFits).
 //  kGemvXInt8 (quant_gemv_mma.cu, integer types, 2 to kQuantGemvWideMaxTokens tokens): x already rounded to
-//    int8 by the kernel before (LaunchRmsNormInt8, LaunchSiluMulInt8, DecodeAttentionFusion::xq): `a` holds the rows' codes and group factors as that kernel lays
-//    them out, which the product copies into shared memory instead of rounding x itself.
+//    int8 by the kernel before (LaunchRmsNormInt8, LaunchSiluMulInt8, DecodeAttentionFusion::xq): `a` holds
+//    the rows' codes and group factors as that kernel lays them out, which the product copies into shared
+//    memory instead of rounding x itself.
 enum GemvXKind : int32_t { kGemvXPlain = 0, kGemvXNorm = 1, kGemvXScaled = 2, kGemvXInt8 = 3 };
 constexpr int kGemvNormMaxTokens = 8;
 constexpr int kGemvScaledMaxSums = 4096;

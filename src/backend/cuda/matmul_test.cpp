@@ -492,9 +492,10 @@ TEST(CudaMatMul, NormRoundsXForQuantizedGemv) {
         step(unfused.gpu, b);
         const std::string at =
             std::string(DTypeName(type)) + " n=" + std::to_string(n) + " round " + std::to_string(round);
-        for (auto [x, y, name] : {std::tuple{&a.h, &b.h, "residual sum"}, std::tuple{&a.normed, &b.normed, "add + norm"},
-                                  std::tuple{&a.normed_b, &b.normed_b, "norm"}, std::tuple{&a.q, &b.q, "q"},
-                                  std::tuple{&a.kk, &b.kk, "k (f32)"}, std::tuple{&a.gate, &b.gate, "gate"}}) {
+        for (auto [x, y, name] :
+             {std::tuple{&a.h, &b.h, "residual sum"}, std::tuple{&a.normed, &b.normed, "add + norm"},
+              std::tuple{&a.normed_b, &b.normed_b, "norm"}, std::tuple{&a.q, &b.q, "q"},
+              std::tuple{&a.kk, &b.kk, "k (f32)"}, std::tuple{&a.gate, &b.gate, "gate"}}) {
           ExpectSameBits(fused.Gpu(x->gpu), unfused.Gpu(y->gpu), std::string(name) + " " + at + " (fused / unfused)");
         }
       }
@@ -554,10 +555,10 @@ TEST(CudaMatMul, SiluMulRoundsXForQuantizedGemv) {
         step(unfused.gpu, b);
         const std::string at =
             std::string(DTypeName(type)) + " n=" + std::to_string(n) + " round " + std::to_string(round);
-        for (auto [x, y, name] : {std::tuple{&a.gate, &b.gate, "SiLU in place"}, std::tuple{&a.up, &b.up, "SiLU into up"},
-                                  std::tuple{&a.h, &b.h, "SiLU"}, std::tuple{&a.down, &b.down, "down"},
-                                  std::tuple{&a.down2, &b.down2, "joined product"},
-                                  std::tuple{&a.down3, &b.down3, "bf16 product"}}) {
+        for (auto [x, y, name] :
+             {std::tuple{&a.gate, &b.gate, "SiLU in place"}, std::tuple{&a.up, &b.up, "SiLU into up"},
+              std::tuple{&a.h, &b.h, "SiLU"}, std::tuple{&a.down, &b.down, "down"},
+              std::tuple{&a.down2, &b.down2, "joined product"}, std::tuple{&a.down3, &b.down3, "bf16 product"}}) {
           ExpectSameBits(fused.Gpu(x->gpu), unfused.Gpu(y->gpu), std::string(name) + " " + at + " (fused / unfused)");
         }
       }

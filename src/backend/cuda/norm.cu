@@ -257,7 +257,8 @@ void LaunchAddRmsNorm(cudaStream_t s, int dtype, const void* a, const void* b, v
 
 bool RmsNormInt8Fits(const void* a, const void* b, const void* sum, const void* w, int w_dtype, const void* out,
                      int64_t rows, int64_t d) {
-  return rows >= 1 && rows <= kQuantGemvWideMaxTokens && d % 256 == 0 && d / 8 <= static_cast<int64_t>(kRowThreads) * kMaxChunks &&
+  return rows >= 1 && rows <= kQuantGemvWideMaxTokens && d % 256 == 0 &&
+         d / 8 <= static_cast<int64_t>(kRowThreads) * kMaxChunks &&
          (w_dtype != kBF16 || Aligned16(w)) && Aligned16(a) && Aligned16(out) &&
          (b == nullptr || (Aligned16(b) && Aligned16(sum)));
 }
