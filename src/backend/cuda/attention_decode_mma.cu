@@ -615,8 +615,8 @@ __global__ void __launch_bounds__(kThreads)
   bf16* out = kFused ? direct_out : nullptr;
   const bf16* gate = kFused ? static_cast<const bf16*>(f.gate) : nullptr;
   // With f.xq (d == D: every lane of a warp stores, 32 consecutive columns of one row) each warp's 32 stored
-  // values are also rounded to int8 for the quantized product that reads them (kGemvXInt8's layout: row t's
-  // codes at t (K + 16), then the rows' group factors; K = n_heads d).
+  // values are also rounded to int8 for the quantized product that reads them (row t of n_heads d values in
+  // kGemvXInt8's layout, QuantXRowAt).
   auto store_out = [&](int64_t i, float v) {
     const bf16 stored =
         __float2bfloat16_rn(gate == nullptr ? v : RoundBf16(v) * SigmoidF(__bfloat162float(gate[i])));
@@ -624,16 +624,15 @@ __global__ void __launch_bounds__(kThreads)
     if constexpr (kFused) {
       if (f.xq != nullptr) {
         const int64_t cols = static_cast<int64_t>(n_heads) * d, col = i - static_cast<int64_t>(t) * cols;
-        uint8_t* xq = static_cast<uint8_t*>(f.xq);
-        float2* xs = reinterpret_cast<float2*>(xq + static_cast<int64_t>(layout.n_tokens) * (cols + 16));
+        const QuantXRow at = QuantXRowAt(f.xq, t, layout.n_tokens, cols, f.xq_group);
         float dx;
         int codes_sum;
         const bool g16 = f.xq_group == 16;
         const int code = g16 ? RoundInt8Lane<16>(__bfloat162float(stored), &dx, &codes_sum)
                              : RoundInt8Lane<32>(__bfloat162float(stored), &dx, &codes_sum);
-        xq[t * (cols + 16) + col] = static_cast<uint8_t>(code);
+        at.codes[col] = static_cast<uint8_t>(code);
         if ((tid & (g16 ? 15 : 31)) == 0)
-          xs[t * (cols / f.xq_group) + col / f.xq_group] = make_float2(dx, dx * static_cast<float>(codes_sum));
+          at.factors[col / f.xq_group] = make_float2(dx, dx * static_cast<float>(codes_sum));
       }
     }
   };

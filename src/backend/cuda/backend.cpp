@@ -271,7 +271,7 @@ cuda::GemvPrologue CudaBackend::TakeGemvPrologue(const Tensor& x) {
 cuda::GemvPrologue CudaBackend::RoundHeldForQuantized(const Tensor& x, const Tensor& w) {
   cuda::GemvPrologue pro{};
   const int64_t n = x.rows(), k = x.cols();
-  const int group = w.dtype == DType::kQ2_K || w.dtype == DType::kQ3_K || w.dtype == DType::kQ6_K ? 16 : 32;
+  const int group = cuda::QuantGroupValues(static_cast<int>(w.dtype));  // 16 or 32: FP8 returns below
   if (!options_.fuse || x.dtype != DType::kBF16 || n < 2 || n > cuda::kQuantGemvWideMaxTokens || k > kQuantXMaxCols ||
       w.dtype == DType::kF8E4M3B128)
     return pro;

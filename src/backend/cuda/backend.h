@@ -157,8 +157,8 @@ class CudaBackend final : public Backend {
   cuda::GemvPrologue TakeGemvPrologue(const Tensor& x);
   // For a quantized product of w (an integer block type) that reads x: whether the held op makes x (the norm,
   // SiLU-and-multiply, the fused decode attention) and can round it to int8 for the product (2 to
-  // kQuantGemvWideMaxTokens rows); then
-  // launches it so and returns the product's prologue (kGemvXInt8), else a plain one (the held op untouched).
+  // kQuantGemvWideMaxTokens rows); then launches it so and returns the product's prologue (kGemvXInt8), else a
+  // plain one (the held op untouched).
   cuda::GemvPrologue RoundHeldForQuantized(const Tensor& x, const Tensor& w);
   // Whether an RMSNorm of x into out (after out = x + b when b is set) may wait to be fused into the GEMV
   // that reads out (or, up to kQuantGemvWideMaxTokens rows, into the quantized product's rounding of x).
@@ -360,8 +360,7 @@ class CudaBackend final : public Backend {
   // to kQuantGemvWideMaxTokens rows of kQuantXMaxCols values; one buffer: the op writes it after the product
   // before it has ended, and the product reads it after its wait.
   static constexpr int64_t kQuantXMaxCols = 16384;
-  static constexpr int64_t kQuantXBytes =
-      int64_t{cuda::kQuantGemvWideMaxTokens} * (kQuantXMaxCols + 16 + kQuantXMaxCols / 2);
+  static constexpr int64_t kQuantXBytes = cuda::QuantXBytes<int64_t>(cuda::kQuantGemvWideMaxTokens, kQuantXMaxCols, 16);
   cuda::DeviceBuffer quant_x_;
   // The fused DeltaNet decode's gated norm (cuda::GdnDecodeFusion): sums of squares per (row, column block)
   // and a zero-initialised counter per row.

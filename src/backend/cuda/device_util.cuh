@@ -443,6 +443,29 @@ __device__ __forceinline__ uint2 RoundInt8x8(const float* v, float* dx, int* sum
   return make_uint2(packed[0], packed[1]);
 }
 
+// Where row `row` of x (`rows` rows of d values in kGemvXInt8's layout, QuantXBytes) keeps its codes and its
+// group factors (scale groups of g values).
+struct QuantXRow {
+  uint8_t* codes;
+  float2* factors;
+};
+__device__ __forceinline__ QuantXRow QuantXRowAt(void* xq, int64_t row, int64_t rows, int64_t d, int g) {
+  uint8_t* base = static_cast<uint8_t*>(xq);
+  return {base + row * (d + 16), reinterpret_cast<float2*>(base + rows * (d + 16)) + row * (d / g)};
+}
+
+// Columns col .. col + 7 of a row, as stored (bf16 values), rounded to int8 (RoundInt8x8) into that row's
+// place in kGemvXInt8's layout: the norm and SiLU-and-multiply that round x for a quantized product. Every
+// lane of the warp calls it.
+template <int G>
+__device__ __forceinline__ void StoreInt8x8(const float* stored, const QuantXRow& at, int64_t col) {
+  float dx;
+  int codes_sum;
+  const uint2 codes = RoundInt8x8<G>(stored, &dx, &codes_sum);
+  *reinterpret_cast<uint2*>(at.codes + col) = codes;
+  if ((threadIdx.x & (G / 8 - 1)) == 0) at.factors[col / G] = make_float2(dx, dx * static_cast<float>(codes_sum));
+}
+
 // RoundInt8x8 for a block of 32 consecutive values of a row held one a lane (lane i: value i of the block):
 // the same codes and factors, bit for bit (the maximum and the sums do not depend on the order). Returns the
 // lane's code; *dx = max / 127, *sum = the codes' sum over the lane's scale group of G values. Every lane of

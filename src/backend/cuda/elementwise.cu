@@ -56,8 +56,7 @@ void BinaryOfType(cudaStream_t s, int op, const void* a, const void* b, void* ou
 
 // SiLU(gate) * up of `rows` bf16 rows of d values (d % 256 == 0: a warp's 256 values lie in one row), each
 // stored value as BinaryKernel stores it, and the stored rows rounded to int8 blocks of 32 into xq as the
-// quantized product's prologue lays them out (RoundInt8x8, the product's own rounding): [rows][d + 16] codes,
-// then [rows][d / G] {dx, dx * sum} per scale group of G values.
+// quantized product's prologue lays them out (StoreInt8x8: the product's own rounding, kGemvXInt8's layout).
 template <int G>
 __global__ void SiluMulInt8Kernel(const bf16* gate, const bf16* up, bf16* out, int64_t rows, int64_t d, uint8_t* xq) {
   AllowDependentLaunch();
@@ -73,13 +72,8 @@ __global__ void SiluMulInt8Kernel(const bf16* gate, const bf16* up, bf16* out, i
     stored[j] = RoundBf16(va[j]);
   }
   Store8(out + i, va);
-  float dx;
-  int codes_sum;
-  const uint2 codes = RoundInt8x8<G>(stored, &dx, &codes_sum);
-  const int64_t row = i / d, col = i - row * d;
-  *reinterpret_cast<uint2*>(xq + row * (d + 16) + col) = codes;
-  float2* xs = reinterpret_cast<float2*>(xq + rows * (d + 16)) + row * (d / G);
-  if ((threadIdx.x & (G / 8 - 1)) == 0) xs[col / G] = make_float2(dx, dx * static_cast<float>(codes_sum));
+  const int64_t row = i / d;
+  StoreInt8x8<G>(stored, QuantXRowAt(xq, row, rows, d, G), i - row * d);
 }
 
 template <typename T>

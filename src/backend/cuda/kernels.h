@@ -18,6 +18,11 @@ constexpr int kF32 = 0, kF16 = 1, kBF16 = 2;
 // 128-value block scales.
 constexpr int kQ4_0 = 6, kQ4_1 = 7, kQ5_0 = 8, kQ5_1 = 9, kQ8_0 = 10, kQ2_K = 11, kQ3_K = 12, kQ4_K = 13, kQ5_K = 14,
               kQ6_K = 15, kIQ4_NL = 16, kIQ4_XS = 17, kF8E4M3B128 = 18;
+// Values of a scale group per type: 32, except Q2_K / Q3_K / Q6_K (16) and FP8 (its 128-value block); the
+// integer types' x is rounded to int8 with factors per such group.
+__host__ __device__ constexpr int QuantGroupValues(int type) {
+  return (type == kQ2_K || type == kQ3_K || type == kQ6_K) ? 16 : type == kF8E4M3B128 ? 128 : 32;
+}
 // All of them, as QuantTypeSupported accepts them.
 constexpr int kQuantTypes[] = {kQ4_0, kQ4_1, kQ5_0, kQ5_1,   kQ8_0,   kQ2_K,      kQ3_K,
                                kQ4_K, kQ5_K, kQ6_K, kIQ4_NL, kIQ4_XS, kF8E4M3B128};
@@ -108,8 +113,8 @@ enum BinaryOp : int { kOpAdd = 0, kOpSiluMul = 1, kOpSigmoidMul = 2 };
 // out = a + b | silu(a) * b | a * sigmoid(b), n elements of act dtype (out may alias a or b).
 void LaunchBinary(cudaStream_t s, int op, int dtype, const void* a, const void* b, void* out, int64_t n);
 // SiLU(gate) * up (LaunchBinary's kOpSiluMul) of `rows` bf16 rows of d values that a quantized product of an
-// integer type reads next, the stored rows also rounded to int8 into xq as LaunchRmsNormInt8 lays them out
-// (kGemvXInt8; group 16 or 32). SiluMulInt8Fits: d % 256 == 0, 16-byte aligned rows.
+// integer type reads next, the stored rows also rounded to int8 into xq in kGemvXInt8's layout (QuantXBytes;
+// scale groups of `group`, 16 or 32). SiluMulInt8Fits: d % 256 == 0, 16-byte aligned rows.
 bool SiluMulInt8Fits(const void* gate, const void* up, const void* out, int64_t rows, int64_t d);
 void LaunchSiluMulInt8(cudaStream_t s, const void* gate, const void* up, void* out, int64_t rows, int64_t d, int group,
                        void* xq);
@@ -127,8 +132,8 @@ void LaunchAddRmsNorm(cudaStream_t s, int dtype, const void* a, const void* b, v
                       float eps, float w_offset, void* out, int64_t rows, int64_t d);
 // LaunchAddRmsNorm (b set) or LaunchRmsNorm (b and sum null) for up to kQuantGemvWideMaxTokens bf16 rows that a
 // quantized product of an integer type reads next: the normalised rows are also rounded to int8 blocks of
-// 32 into xq, [rows][d + 16] codes then [rows][d / group] {dx, dx * sum} per scale group of `group` (16 or
-// 32) values, as that product's prologue lays x out in shared memory (kGemvXInt8; the same codes).
+// 32 into xq in kGemvXInt8's layout (QuantXBytes; scale groups of `group`, 16 or 32), the codes that product's
+// prologue would give.
 // RmsNormInt8Fits: d % 256 == 0, 16-byte aligned rows (and a bf16 weight).
 bool RmsNormInt8Fits(const void* a, const void* b, const void* sum, const void* w, int w_dtype, const void* out,
                      int64_t rows, int64_t d);
@@ -173,6 +178,13 @@ struct GemvSegment {
 //    the rows' codes and group factors as that kernel lays them out, which the product copies into shared
 //    memory instead of rounding x itself.
 enum GemvXKind : int32_t { kGemvXPlain = 0, kGemvXNorm = 1, kGemvXScaled = 2, kGemvXInt8 = 3 };
+// kGemvXInt8's layout of `rows` rows of d values rounded to int8 with scale groups of g (16 or 32) values: the
+// rows' codes [rows][d + 16] (the padding as the product's shared memory keeps it), then their factors
+// [rows][d / g] {dx, dx * sum}. Its bytes (in the integer type of rows and d):
+template <typename I>
+__host__ __device__ constexpr I QuantXBytes(I rows, I d, int g) {
+  return rows * (d + 16) + rows * (d / g) * 8;
+}
 constexpr int kGemvNormMaxTokens = 8;
 constexpr int kGemvScaledMaxSums = 4096;
 struct GemvPrologue {

@@ -2,7 +2,9 @@
 // merged with its neighbours), cuBLASLt, and the CUDA-core fallback for other dtypes.
 #include <cmath>
 #include <cstring>
-#include <tuple>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "backend/cuda/kernels.h"
 #include "backend/cuda/test_util.h"
@@ -440,6 +442,22 @@ TEST(CudaMatMul, ResidualAndNormAfterQuantizedGemv) {
   }
 }
 
+// Three rounds of `step` on the side of a fused rig and on that of an unfused one (`inputs` sets new inputs on
+// both before the later rounds, which then replay captured graphs); after each, every listed output must hold
+// the same bits on both.
+template <typename Side, typename Step, typename Inputs>
+void ExpectFusedAsUnfused(Rig& fused, Side& a, Rig& unfused, Side& b, Step step, Inputs inputs,
+                          const std::vector<std::pair<Pair Side::*, const char*>>& outputs, const std::string& at) {
+  for (int round = 0; round < 3; ++round) {
+    if (round > 0) inputs();
+    step(fused.gpu, a);
+    step(unfused.gpu, b);
+    for (const auto& [member, name] : outputs)
+      ExpectSameBits(fused.Gpu((a.*member).gpu), unfused.Gpu((b.*member).gpu),
+                     std::string(name) + " " + at + " round " + std::to_string(round) + " (fused / unfused)");
+  }
+}
+
 // At 2-32 tokens the held RMSNorm (after the residual add, or alone) that makes a quantized product's x also
 // rounds its rows to int8 for that product and the ones that join it (cuda::LaunchRmsNormInt8, kGemvXInt8),
 // with the codes the product's own prologue would give: every output equals the unfused rig's bit for bit
@@ -480,25 +498,21 @@ TEST(CudaMatMul, NormRoundsXForQuantizedGemv) {
         be.RmsNorm(t.h.gpu, t.nw2.gpu, 1e-6f, true, t.normed_b.gpu);  // a norm alone, f32 weight with offset
         be.MatMul(t.normed_b.gpu, t.w[2].gpu, t.gate.gpu);
       };
-      for (int round = 0; round < 3; ++round) {
-        if (round > 0) {
-          const std::vector<float> h = Rand(n * k, seed++, -2, 2), o = Rand(n * k, seed++, -2, 2);
-          fused.Set(a.h, h);
-          fused.Set(a.o, o);
-          unfused.Set(b.h, h);
-          unfused.Set(b.o, o);
-        }
-        step(fused.gpu, a);
-        step(unfused.gpu, b);
-        const std::string at =
-            std::string(DTypeName(type)) + " n=" + std::to_string(n) + " round " + std::to_string(round);
-        for (auto [x, y, name] :
-             {std::tuple{&a.h, &b.h, "residual sum"}, std::tuple{&a.normed, &b.normed, "add + norm"},
-              std::tuple{&a.normed_b, &b.normed_b, "norm"}, std::tuple{&a.q, &b.q, "q"},
-              std::tuple{&a.kk, &b.kk, "k (f32)"}, std::tuple{&a.gate, &b.gate, "gate"}}) {
-          ExpectSameBits(fused.Gpu(x->gpu), unfused.Gpu(y->gpu), std::string(name) + " " + at + " (fused / unfused)");
-        }
-      }
+      auto inputs = [&] {
+        const std::vector<float> h = Rand(n * k, seed++, -2, 2), o = Rand(n * k, seed++, -2, 2);
+        fused.Set(a.h, h);
+        fused.Set(a.o, o);
+        unfused.Set(b.h, h);
+        unfused.Set(b.o, o);
+      };
+      ExpectFusedAsUnfused<Side>(fused, a, unfused, b, step, inputs,
+                                 {{&Side::h, "residual sum"},
+                                  {&Side::normed, "add + norm"},
+                                  {&Side::normed_b, "norm"},
+                                  {&Side::q, "q"},
+                                  {&Side::kk, "k (f32)"},
+                                  {&Side::gate, "gate"}},
+                                 std::string(DTypeName(type)) + " n=" + std::to_string(n));
     }
   }
 }
@@ -545,23 +559,19 @@ TEST(CudaMatMul, SiluMulRoundsXForQuantizedGemv) {
         be.SiluMul(t.h.gpu, t.up.gpu, t.up.gpu);  // into up, read by a quantized product
         be.MatMul(t.up.gpu, t.w[2].gpu, t.down.gpu);
       };
-      for (int round = 0; round < 3; ++round) {
-        if (round > 0) {
-          const std::vector<float> x = Rand(n * k, seed++, -2, 2);
-          fused.Set(a.x, x);
-          unfused.Set(b.x, x);
-        }
-        step(fused.gpu, a);
-        step(unfused.gpu, b);
-        const std::string at =
-            std::string(DTypeName(type)) + " n=" + std::to_string(n) + " round " + std::to_string(round);
-        for (auto [x, y, name] :
-             {std::tuple{&a.gate, &b.gate, "SiLU in place"}, std::tuple{&a.up, &b.up, "SiLU into up"},
-              std::tuple{&a.h, &b.h, "SiLU"}, std::tuple{&a.down, &b.down, "down"},
-              std::tuple{&a.down2, &b.down2, "joined product"}, std::tuple{&a.down3, &b.down3, "bf16 product"}}) {
-          ExpectSameBits(fused.Gpu(x->gpu), unfused.Gpu(y->gpu), std::string(name) + " " + at + " (fused / unfused)");
-        }
-      }
+      auto inputs = [&] {
+        const std::vector<float> x = Rand(n * k, seed++, -2, 2);
+        fused.Set(a.x, x);
+        unfused.Set(b.x, x);
+      };
+      ExpectFusedAsUnfused<Side>(fused, a, unfused, b, step, inputs,
+                                 {{&Side::gate, "SiLU in place"},
+                                  {&Side::up, "SiLU into up"},
+                                  {&Side::h, "SiLU"},
+                                  {&Side::down, "down"},
+                                  {&Side::down2, "joined product"},
+                                  {&Side::down3, "bf16 product"}},
+                                 std::string(DTypeName(type)) + " n=" + std::to_string(n));
     }
   }
 }

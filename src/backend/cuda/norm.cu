@@ -168,49 +168,52 @@ __global__ void __launch_bounds__(kRowThreads)
       for (int j = 0; j < 8; ++j) v[q][j] = RmsScale(v[q][j], inv, wv[j], w_offset);
       Store8(out + row * d + c * 8, v[q]);
       if constexpr (G != 0) {  // c < chunks is the same for the whole warp here: d % 256 == 0
-        float stored[8], dx;
-        int codes_sum;
+        float stored[8];
 #pragma unroll
         for (int j = 0; j < 8; ++j) stored[j] = RoundBf16(v[q][j]);
-        const uint2 codes = RoundInt8x8<G>(stored, &dx, &codes_sum);
-        *reinterpret_cast<uint2*>(xq + row * (d + 16) + c * 8) = codes;
-        float2* xs = reinterpret_cast<float2*>(xq + static_cast<int64_t>(gridDim.x) * (d + 16)) + row * (d / G);
-        if ((threadIdx.x & (G / 8 - 1)) == 0) xs[c * 8 / G] = make_float2(dx, dx * static_cast<float>(codes_sum));
+        StoreInt8x8<G>(stored, QuantXRowAt(xq, row, gridDim.x, d, G), c * 8);
       }
     }
+  }
+}
+
+// The threads of RowNormKernel for rows of d values: a chunk of 8 values each, whole warps, at most kRowThreads.
+int RowThreads(int64_t d) {
+  return static_cast<int>(std::min<int64_t>(kRowThreads, (std::min<int64_t>(d / 8, kRowThreads) + 31) / 32 * 32));
+}
+
+// Whether RowNormKernel takes these rows: bf16, up to 64 rows of at most kRowThreads * kMaxChunks chunks of 8
+// values, 16-byte aligned rows (and a bf16 weight).
+bool RowNormFits(int dtype, const void* a, const void* b, const void* sum, const void* w, int w_dtype, const void* out,
+                 int64_t rows, int64_t d) {
+  return dtype == kBF16 && rows <= 64 && d % 8 == 0 && d / 8 <= static_cast<int64_t>(kRowThreads) * kMaxChunks &&
+         (w_dtype != kBF16 || Aligned16(w)) && Aligned16(a) && Aligned16(out) &&
+         (b == nullptr || (Aligned16(b) && Aligned16(sum)));
+}
+
+// RowNormKernel<b != nullptr, G> over `rows` rows (G, xq: LaunchRmsNormInt8's rounding; 0, null: none).
+template <int G>
+void LaunchRow(cudaStream_t s, const void* a, const void* b, void* sum, const void* w, int w_dtype, float eps,
+               float w_offset, void* out, int64_t rows, int64_t d, void* xq) {
+  const bf16* at = static_cast<const bf16*>(a);
+  const auto blocks = static_cast<unsigned>(rows);
+  if (b != nullptr) {
+    LaunchDependent(RowNormKernel<true, G>, blocks, RowThreads(d), 0, s, at, static_cast<const bf16*>(b),
+                    static_cast<bf16*>(sum), w, w_dtype, eps, w_offset, static_cast<bf16*>(out), d,
+                    static_cast<uint8_t*>(xq));
+  } else {
+    LaunchDependent(RowNormKernel<false, G>, blocks, RowThreads(d), 0, s, at, nullptr, nullptr, w, w_dtype, eps,
+                    w_offset, static_cast<bf16*>(out), d, static_cast<uint8_t*>(xq));
   }
 }
 
 // Whether RowNormKernel serves this call; then launches it.
 bool TryRowNorm(cudaStream_t s, int dtype, const void* a, const void* b, void* sum, const void* w, int w_dtype, float eps,
                 float w_offset, void* out, int64_t rows, int64_t d) {
-  const int64_t chunks = d / 8;
-  const bool w_ok = w_dtype != kBF16 || Aligned16(w);
-  if (dtype != kBF16 || rows > 64 || d % 8 != 0 || chunks > static_cast<int64_t>(kRowThreads) * kMaxChunks || !w_ok ||
-      !Aligned16(a) || !Aligned16(out) || (b != nullptr && (!Aligned16(b) || !Aligned16(sum))))
-    return false;
-  const int threads = static_cast<int>(std::min<int64_t>(kRowThreads, (std::min<int64_t>(chunks, kRowThreads) + 31) / 32 * 32));
-  if (threads * kMaxChunks < chunks) return false;
-  const bf16* at = static_cast<const bf16*>(a);
-  if (b != nullptr) {
-    LaunchDependent(RowNormKernel<true>, static_cast<unsigned>(rows), threads, 0, s, at, static_cast<const bf16*>(b),
-                    static_cast<bf16*>(sum), w, w_dtype, eps, w_offset, static_cast<bf16*>(out), d,
-                    static_cast<uint8_t*>(nullptr));
-  } else {
-    LaunchDependent(RowNormKernel<false>, static_cast<unsigned>(rows), threads, 0, s, at, nullptr, nullptr, w, w_dtype,
-                    eps, w_offset, static_cast<bf16*>(out), d, static_cast<uint8_t*>(nullptr));
-  }
+  if (!RowNormFits(dtype, a, b, sum, w, w_dtype, out, rows, d)) return false;
+  LaunchRow<0>(s, a, b, sum, w, w_dtype, eps, w_offset, out, rows, d, nullptr);
   INFX_CUDA_CHECK_LAUNCH();
   return true;
-}
-
-template <bool kAdd, int G>
-void LaunchRowInt8(cudaStream_t s, const void* a, const void* b, void* sum, const void* w, int w_dtype, float eps,
-                   float w_offset, void* out, int64_t rows, int64_t d, void* xq) {
-  const int threads = static_cast<int>(std::min<int64_t>(kRowThreads, d / 8));  // a multiple of 32: d % 256 == 0
-  LaunchDependent(RowNormKernel<kAdd, G>, static_cast<unsigned>(rows), threads, 0, s, static_cast<const bf16*>(a),
-                  static_cast<const bf16*>(b), static_cast<bf16*>(sum), w, w_dtype, eps, w_offset,
-                  static_cast<bf16*>(out), d, static_cast<uint8_t*>(xq));
 }
 
 template <typename T, bool kGated>
@@ -258,25 +261,14 @@ void LaunchAddRmsNorm(cudaStream_t s, int dtype, const void* a, const void* b, v
 bool RmsNormInt8Fits(const void* a, const void* b, const void* sum, const void* w, int w_dtype, const void* out,
                      int64_t rows, int64_t d) {
   return rows >= 1 && rows <= kQuantGemvWideMaxTokens && d % 256 == 0 &&
-         d / 8 <= static_cast<int64_t>(kRowThreads) * kMaxChunks &&
-         (w_dtype != kBF16 || Aligned16(w)) && Aligned16(a) && Aligned16(out) &&
-         (b == nullptr || (Aligned16(b) && Aligned16(sum)));
+         RowNormFits(kBF16, a, b, sum, w, w_dtype, out, rows, d);
 }
 
 void LaunchRmsNormInt8(cudaStream_t s, const void* a, const void* b, void* sum, const void* w, int w_dtype, float eps,
                        float w_offset, void* out, int64_t rows, int64_t d, int group, void* xq) {
   INFX_CHECK(RmsNormInt8Fits(a, b, sum, w, w_dtype, out, rows, d) && (group == 16 || group == 32) && xq != nullptr);
-  if (b != nullptr) {
-    if (group == 16) {
-      LaunchRowInt8<true, 16>(s, a, b, sum, w, w_dtype, eps, w_offset, out, rows, d, xq);
-    } else {
-      LaunchRowInt8<true, 32>(s, a, b, sum, w, w_dtype, eps, w_offset, out, rows, d, xq);
-    }
-  } else if (group == 16) {
-    LaunchRowInt8<false, 16>(s, a, nullptr, nullptr, w, w_dtype, eps, w_offset, out, rows, d, xq);
-  } else {
-    LaunchRowInt8<false, 32>(s, a, nullptr, nullptr, w, w_dtype, eps, w_offset, out, rows, d, xq);
-  }
+  const auto launch = group == 16 ? LaunchRow<16> : LaunchRow<32>;
+  launch(s, a, b, sum, w, w_dtype, eps, w_offset, out, rows, d, xq);
   INFX_CUDA_CHECK_LAUNCH();
 }
 

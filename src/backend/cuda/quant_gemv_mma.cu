@@ -166,7 +166,7 @@ __global__ void __launch_bounds__(32 * kWarps, kOne || !IsIntType<T>() ? 3 : kNt
     if (!kOne && p.pro.kind == kGemvXInt8) {  // x rounded by the op before: its rows copied
       const uint4* src = static_cast<const uint4*>(p.pro.a);
       uint4* dst = reinterpret_cast<uint4*>(xq);
-      const int words = (n * static_cast<int>(XqStride(k)) + n * (k / kG) * 8) / 16;
+      const int words = QuantXBytes(n, k, kG) / 16;
       for (int i = static_cast<int>(threadIdx.x); i < words; i += 32 * kWarps) dst[i] = src[i];
     } else {
       QuantizeActivations<kG, kNt == 1 ? 4 : 8, (kNt > 1)>(x, n, k, xq, xs);

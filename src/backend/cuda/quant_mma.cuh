@@ -47,10 +47,10 @@ __host__ __device__ constexpr bool IsIntType() {
   return T != kF8E4M3B128;
 }
 
-// Values of a scale group per type: 32, except Q3_K / Q6_K (16) and FP8 (its 128-value block).
+// Values of a scale group per type (QuantGroupValues, kernels.h).
 template <int T>
 __host__ __device__ constexpr int GroupValues() {
-  return (T == kQ2_K || T == kQ3_K || T == kQ6_K) ? 16 : T == kF8E4M3B128 ? 128 : 32;
+  return QuantGroupValues(T);
 }
 
 // Shared memory of the integer types, after the warps' staging buffers: per warp a table of the 16 rows'
