@@ -624,7 +624,7 @@ __global__ void __launch_bounds__(kThreads)
     if constexpr (kFused) {
       if (f.xq != nullptr) {
         const int64_t cols = static_cast<int64_t>(n_heads) * d, col = i - static_cast<int64_t>(t) * cols;
-        const QuantXRow at = QuantXRowAt(f.xq, t, layout.n_tokens, cols, f.xq_group);
+        const QuantXRow at = QuantXRowAt(f.xq, t, layout.n_tokens, cols, f.xq_group, f.xq_block);
         float dx;
         int codes_sum;
         const bool g16 = f.xq_group == 16;
@@ -858,7 +858,8 @@ void LaunchAttentionDecodeFused(cudaStream_t s, DeviceLayout layout, KvCacheView
              n_heads / kv.n_kv_heads <= kRows && f.prep.head_dim == kv.head_dim && f.prep.n_tensors == 3 &&
              layout.max_seq_tokens == 1);
   INFX_CHECK(f.xq == nullptr || (AttentionDecodeRoundsOutput(kv.head_dim, n_heads) &&
-                                 (f.xq_group == 16 || f.xq_group == 32) && layout.n_tokens <= kQuantGemvWideMaxTokens));
+                                 (f.xq_group == 16 || f.xq_group == 32) && f.xq_block >= 1 &&
+                                 layout.n_tokens <= kQuantGemvWideMaxTokens));
   LaunchFor<true>(s, layout, kv, f.prep.t[0].x, n_heads, scale, n_splits, ws_o, ws_ml, out, f);
   INFX_CUDA_CHECK_LAUNCH();
 }

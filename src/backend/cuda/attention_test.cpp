@@ -264,7 +264,7 @@ TEST(CudaAttention, PreparedDecodeRoundsItsOutputForQuantizedProducts) {
   uint64_t seed = 2700;
   for (Heads h : {Heads{32, 8, 128}, Heads{16, 8, 64}}) {
     for (int64_t prefix : {int64_t{40}, int64_t{3000}}) {
-      const int slots = prefix > 1000 ? 3 : 16;
+      const int slots = prefix > 1000 ? 3 : 32;
       Rig rig;
       auto gs = rig.gpu.CreateState(Spec(h, slots, 4096, 1));
       const float scale = 1.0f / std::sqrt(static_cast<float>(h.d));
@@ -281,11 +281,11 @@ TEST(CudaAttention, PreparedDecodeRoundsItsOutputForQuantizedProducts) {
       std::vector<HostBuffer> packed;
       for (DType type : types) packed.push_back(RandomQuantBlocks(type, m, cols, seed++, 0.05f));
       for (const HostBuffer& p : packed) wq.push_back(rig.gpu.UploadWeight(p.view()));
-      // The prefill of every sequence, then decode steps of 2, 3 and (with 16 sequences) 8 and 16 tokens.
+      // The prefill of every sequence, then decode steps of 2, 3 and (with 32 sequences) 8, 16 and 32 tokens.
       std::vector<std::vector<std::array<int64_t, 3>>> steps(1);
       for (int s = 0; s < slots; ++s) steps[0].push_back({s, prefix, 0});
       std::vector<int64_t> pos(static_cast<size_t>(slots), prefix);
-      for (int64_t n : {2, 3, 8, 16, 2}) {  // 16: the wide product
+      for (int64_t n : {2, 3, 8, 16, 32, 2}) {  // 16, 32: the wide product (q8_0 at 32 tokens of 4,096: per group)
         if (n > slots) continue;
         std::vector<std::array<int64_t, 3>> step;
         for (int64_t s = 0; s < n; ++s) step.push_back({s, 1, pos[static_cast<size_t>(s)]++});

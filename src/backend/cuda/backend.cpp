@@ -268,9 +268,10 @@ cuda::GemvPrologue CudaBackend::TakeGemvPrologue(const Tensor& x) {
   return pro;
 }
 
-cuda::GemvPrologue CudaBackend::RoundHeldForQuantized(const Tensor& x, const Tensor& w) {
+cuda::GemvPrologue CudaBackend::RoundHeldForQuantized(const Tensor& x, const Tensor& w, int64_t block) {
   cuda::GemvPrologue pro{};
   const int64_t n = x.rows(), k = x.cols();
+  if (block <= 0) block = n;
   const int group = cuda::QuantGroupValues(static_cast<int>(w.dtype));  // 16 or 32: FP8 returns below
   if (!options_.fuse || x.dtype != DType::kBF16 || n < 2 || n > cuda::kQuantGemvWideMaxTokens || k > kQuantXMaxCols ||
       w.dtype == DType::kF8E4M3B128)
@@ -280,6 +281,7 @@ cuda::GemvPrologue CudaBackend::RoundHeldForQuantized(const Tensor& x, const Ten
       a.layout.n_tokens == n && a.fusion.gate == nullptr && cuda::AttentionDecodeRoundsOutput(a.kv.head_dim, a.heads)) {
     a.fusion.xq = quant_x_.data();  // the held attention rounds its output rows as it writes them
     a.fusion.xq_group = group;
+    a.fusion.xq_block = static_cast<int32_t>(block);
     FlushGemv();
     LaunchHeldAttention(nullptr);
     pro.kind = cuda::kGemvXInt8;
@@ -301,10 +303,10 @@ cuda::GemvPrologue CudaBackend::RoundHeldForQuantized(const Tensor& x, const Ten
     recorder_.Launch(cuda::LaunchRmsNormInt8, static_cast<const void*>(pending_a_.data), b,
                      b != nullptr ? pending_sum_.data : nullptr, static_cast<const void*>(pending_norm_w_.data),
                      static_cast<int>(pending_norm_w_.dtype), pending_eps_, pending_w_offset_, pending_out_.data, n, k,
-                     group, quant_x_.data());
+                     group, block, quant_x_.data());
   } else {
     recorder_.Launch(cuda::LaunchSiluMulInt8, static_cast<const void*>(pending_a_.data), b, pending_out_.data, n, k,
-                     group, quant_x_.data());
+                     group, block, quant_x_.data());
   }
   pro.kind = cuda::kGemvXInt8;
   pro.a = quant_x_.data();

@@ -158,8 +158,9 @@ class CudaBackend final : public Backend {
   // For a quantized product of w (an integer block type) that reads x: whether the held op makes x (the norm,
   // SiLU-and-multiply, the fused decode attention) and can round it to int8 for the product (2 to
   // kQuantGemvWideMaxTokens rows); then launches it so and returns the product's prologue (kGemvXInt8), else a
-  // plain one (the held op untouched).
-  cuda::GemvPrologue RoundHeldForQuantized(const Tensor& x, const Tensor& w);
+  // plain one (the held op untouched). block: the tokens of each product launch when x's rows run in groups
+  // (cuda::QuantXBytes; the returned prologue is the first group's); 0: all of x in one.
+  cuda::GemvPrologue RoundHeldForQuantized(const Tensor& x, const Tensor& w, int64_t block = 0);
   // Whether an RMSNorm of x into out (after out = x + b when b is set) may wait to be fused into the GEMV
   // that reads out (or, up to kQuantGemvWideMaxTokens rows, into the quantized product's rounding of x).
   bool NormFusable(const Tensor& x, const Tensor* b, const Tensor& weight, const Tensor& out) const;

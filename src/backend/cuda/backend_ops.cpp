@@ -201,17 +201,36 @@ void CudaBackend::MatMul(const Tensor& x, const Tensor& w, Tensor out) {
       JoinGemv(x, w, out, pro);
       return;
     }
+    if (options_.gemv && n > cuda::kQuantGemvMaxTokens && n <= cuda::kQuantSplitMaxTokens) {
+      // Per group of the most tokens a launch takes here; the held op that makes x rounds it for every group,
+      // a block of rows per group (cuda::QuantXBytes of the group's rows).
+      const int64_t group = cuda::QuantGemvMmaGroupTokens(Dt(w), n, k, m, x.data, w.data, smem_optin_);
+      const cuda::GemvPrologue pro = cuda::QuantGemvMmaFits(Dt(w), group, k, m, x.data, w.data, smem_optin_)
+                                         ? RoundHeldForQuantized(x, w, group)
+                                         : cuda::GemvPrologue{};
+      if (pro.kind == cuda::kGemvXInt8) {
+        const int64_t block_bytes = cuda::QuantXBytes<int64_t>(group, k, cuda::QuantGroupValues(Dt(w)));
+        ForEachDecodeGroup(
+            n,
+            [&](int64_t i, int64_t rows) {
+              cuda::GemvPrologue p = pro;  // a last group of one token rounds its row itself (the one-token form)
+              p.a = static_cast<const uint8_t*>(pro.a) + i / group * block_bytes;
+              JoinGemv(x.SliceRows(i, rows), w, out.SliceRows(i, rows), rows > 1 ? p : cuda::GemvPrologue{});
+            },
+            group);
+        return;
+      }
+      FlushPending();
+      FlushGemv();
+      ForEachDecodeGroup(
+          n, [&](int64_t i, int64_t rows) { MatMul(x.SliceRows(i, rows), w, out.SliceRows(i, rows)); }, group);
+      return;
+    }
     FlushPending();
     FlushGemv();
     if (n <= cuda::kQuantGemvMaxTokens) {
       Enqueue(cuda::LaunchQuantGemv, Dt(w), static_cast<const void*>(x.data), static_cast<const void*>(w.data),
               out.data, Dt(out), n, m, k);
-      return;
-    }
-    if (options_.gemv && n <= cuda::kQuantSplitMaxTokens) {  // per group of the most tokens a launch takes here
-      const int64_t group = cuda::QuantGemvMmaGroupTokens(Dt(w), n, k, m, x.data, w.data, smem_optin_);
-      ForEachDecodeGroup(
-          n, [&](int64_t i, int64_t rows) { MatMul(x.SliceRows(i, rows), w, out.SliceRows(i, rows)); }, group);
       return;
     }
     // Prefill: the weight dequantized to bf16 in the op workspace (not scratch, which would keep every

@@ -443,15 +443,17 @@ __device__ __forceinline__ uint2 RoundInt8x8(const float* v, float* dx, int* sum
   return make_uint2(packed[0], packed[1]);
 }
 
-// Where row `row` of x (`rows` rows of d values in kGemvXInt8's layout, QuantXBytes) keeps its codes and its
-// group factors (scale groups of g values).
+// Where row `row` of x (`rows` rows of d values in kGemvXInt8's layout, QuantXBytes, in blocks of `block`
+// rows) keeps its codes and its group factors (scale groups of g values).
 struct QuantXRow {
   uint8_t* codes;
   float2* factors;
 };
-__device__ __forceinline__ QuantXRow QuantXRowAt(void* xq, int64_t row, int64_t rows, int64_t d, int g) {
-  uint8_t* base = static_cast<uint8_t*>(xq);
-  return {base + row * (d + 16), reinterpret_cast<float2*>(base + rows * (d + 16)) + row * (d / g)};
+__device__ __forceinline__ QuantXRow QuantXRowAt(void* xq, int64_t row, int64_t rows, int64_t d, int g,
+                                                 int64_t block) {
+  const int64_t b = row / block, r = row - b * block, n = min(block, rows - b * block);
+  uint8_t* base = static_cast<uint8_t*>(xq) + QuantXBytes<int64_t>(b * block, d, g);
+  return {base + r * (d + 16), reinterpret_cast<float2*>(base + n * (d + 16)) + r * (d / g)};
 }
 
 // Columns col .. col + 7 of a row, as stored (bf16 values), rounded to int8 (RoundInt8x8) into that row's

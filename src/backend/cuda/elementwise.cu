@@ -58,7 +58,8 @@ void BinaryOfType(cudaStream_t s, int op, const void* a, const void* b, void* ou
 // stored value as BinaryKernel stores it, and the stored rows rounded to int8 blocks of 32 into xq as the
 // quantized product's prologue lays them out (StoreInt8x8: the product's own rounding, kGemvXInt8's layout).
 template <int G>
-__global__ void SiluMulInt8Kernel(const bf16* gate, const bf16* up, bf16* out, int64_t rows, int64_t d, uint8_t* xq) {
+__global__ void SiluMulInt8Kernel(const bf16* gate, const bf16* up, bf16* out, int64_t rows, int64_t d, int64_t block,
+                                  uint8_t* xq) {
   AllowDependentLaunch();
   WaitForPrevious();
   const int64_t i = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * 8;
@@ -73,7 +74,7 @@ __global__ void SiluMulInt8Kernel(const bf16* gate, const bf16* up, bf16* out, i
   }
   Store8(out + i, va);
   const int64_t row = i / d;
-  StoreInt8x8<G>(stored, QuantXRowAt(xq, row, rows, d, G), i - row * d);
+  StoreInt8x8<G>(stored, QuantXRowAt(xq, row, rows, d, G, block), i - row * d);
 }
 
 template <typename T>
@@ -103,12 +104,12 @@ bool SiluMulInt8Fits(const void* gate, const void* up, const void* out, int64_t 
 }
 
 void LaunchSiluMulInt8(cudaStream_t s, const void* gate, const void* up, void* out, int64_t rows, int64_t d, int group,
-                       void* xq) {
-  INFX_CHECK(SiluMulInt8Fits(gate, up, out, rows, d) && (group == 16 || group == 32) && xq != nullptr);
+                       int64_t block, void* xq) {
+  INFX_CHECK(SiluMulInt8Fits(gate, up, out, rows, d) && (group == 16 || group == 32) && block >= 1 && xq != nullptr);
   const unsigned blocks = Blocks(rows * d / 8, 256);
   auto* kernel = group == 16 ? SiluMulInt8Kernel<16> : SiluMulInt8Kernel<32>;
   LaunchDependent(kernel, blocks, 256, 0, s, static_cast<const bf16*>(gate), static_cast<const bf16*>(up),
-                  static_cast<bf16*>(out), rows, d, static_cast<uint8_t*>(xq));
+                  static_cast<bf16*>(out), rows, d, block, static_cast<uint8_t*>(xq));
   INFX_CUDA_CHECK_LAUNCH();
 }
 

@@ -88,9 +88,11 @@ void LaunchGatherRows(cudaStream_t s, const void* x, const int32_t* rows, int64_
 constexpr int kQuantGemvMaxTokens = 8;
 // Beyond kQuantGemvMaxTokens and up to this many tokens, MatMul runs the decode product once per group of
 // the most tokens one launch takes (the packed weight read once per group) instead of dequantizing the weight
-// to bf16 and reading that back. 32 lost (Qwen3-8B q4_k on an H100: 24 and 32 sequences 8% and 18% slower,
-// q8_0 at 32 23% slower, against the bf16 copy for the products one launch does not take; docs/performance.md).
-constexpr int kQuantSplitMaxTokens = 16;
+// to bf16 and reading that back. 32 lost while every block rounded its group's x itself (Qwen3-8B q4_k on an
+// H100: 24 and 32 sequences 8% and 18% slower, q8_0 at 32 23% slower, against the bf16 copy for the products
+// one launch does not take; docs/performance.md); with x rounded once by the held op that makes it, for every
+// group (parked/quant-x-groups), it is to be measured again: 32 here.
+constexpr int kQuantSplitMaxTokens = 32;
 // The most tokens one launch of the tensor-core product takes (integer types; where x fits in shared memory).
 constexpr int kQuantGemvWideMaxTokens = 32;
 // Block-type experts (GGUF types and FP8) beyond kQuantGemvMaxTokens (FP8: kMoeGemvMaxTokens) and up to this
@@ -114,10 +116,11 @@ enum BinaryOp : int { kOpAdd = 0, kOpSiluMul = 1, kOpSigmoidMul = 2 };
 void LaunchBinary(cudaStream_t s, int op, int dtype, const void* a, const void* b, void* out, int64_t n);
 // SiLU(gate) * up (LaunchBinary's kOpSiluMul) of `rows` bf16 rows of d values that a quantized product of an
 // integer type reads next, the stored rows also rounded to int8 into xq in kGemvXInt8's layout (QuantXBytes;
-// scale groups of `group`, 16 or 32). SiluMulInt8Fits: d % 256 == 0, 16-byte aligned rows.
+// scale groups of `group`, 16 or 32; blocks of `block` rows). SiluMulInt8Fits: d % 256 == 0, 16-byte aligned
+// rows.
 bool SiluMulInt8Fits(const void* gate, const void* up, const void* out, int64_t rows, int64_t d);
 void LaunchSiluMulInt8(cudaStream_t s, const void* gate, const void* up, void* out, int64_t rows, int64_t d, int group,
-                       void* xq);
+                       int64_t block, void* xq);
 // acc[r, :] += sigmoid(gate_logit[r]) * x[r, :].
 void LaunchAddSigmoidGated(cudaStream_t s, int dtype, void* acc, const void* x, const float* gate_logit, int64_t rows,
                            int64_t cols);
@@ -132,13 +135,13 @@ void LaunchAddRmsNorm(cudaStream_t s, int dtype, const void* a, const void* b, v
                       float eps, float w_offset, void* out, int64_t rows, int64_t d);
 // LaunchAddRmsNorm (b set) or LaunchRmsNorm (b and sum null) for up to kQuantGemvWideMaxTokens bf16 rows that a
 // quantized product of an integer type reads next: the normalised rows are also rounded to int8 blocks of
-// 32 into xq in kGemvXInt8's layout (QuantXBytes; scale groups of `group`, 16 or 32), the codes that product's
-// prologue would give.
+// 32 into xq in kGemvXInt8's layout (QuantXBytes; scale groups of `group`, 16 or 32; blocks of `block` rows),
+// the codes that product's prologue would give.
 // RmsNormInt8Fits: d % 256 == 0, 16-byte aligned rows (and a bf16 weight).
 bool RmsNormInt8Fits(const void* a, const void* b, const void* sum, const void* w, int w_dtype, const void* out,
                      int64_t rows, int64_t d);
 void LaunchRmsNormInt8(cudaStream_t s, const void* a, const void* b, void* sum, const void* w, int w_dtype, float eps,
-                       float w_offset, void* out, int64_t rows, int64_t d, int group, void* xq);
+                       float w_offset, void* out, int64_t rows, int64_t d, int group, int64_t block, void* xq);
 // out[r] = x[r] * rsqrt(mean(x[r]^2) + eps) * w * silu(z[r]).
 void LaunchGatedRmsNorm(cudaStream_t s, int dtype, const void* x, const void* z, const void* w, int w_dtype, float eps,
                         void* out, int64_t rows, int64_t d);
@@ -180,7 +183,9 @@ struct GemvSegment {
 enum GemvXKind : int32_t { kGemvXPlain = 0, kGemvXNorm = 1, kGemvXScaled = 2, kGemvXInt8 = 3 };
 // kGemvXInt8's layout of `rows` rows of d values rounded to int8 with scale groups of g (16 or 32) values: the
 // rows' codes [rows][d + 16] (the padding as the product's shared memory keeps it), then their factors
-// [rows][d / g] {dx, dx * sum}. Its bytes (in the integer type of rows and d):
+// [rows][d / g] {dx, dx * sum}. Where a product of more tokens than one launch takes runs per group of `block`
+// tokens (MatMul), the writers lay x out block after block (the last maybe shorter), each block so for its own
+// rows (QuantXRowAt), and each group's product reads its block. Its bytes (in the integer type of rows and d):
 template <typename I>
 __host__ __device__ constexpr I QuantXBytes(I rows, I d, int g) {
   return rows * (d + 16) + rows * (d / g) * 8;
@@ -373,10 +378,10 @@ struct DecodeAttentionFusion {
   // the other splits take shares of the group's query heads instead of returning.
   int32_t one_split_pages = 2;
   // Set (2 to kQuantGemvWideMaxTokens tokens; head_dim 64 or 128): the output rows, as stored, also rounded to
-  // int8 into xq as LaunchRmsNormInt8 lays them out (kGemvXInt8), scale groups of xq_group (16 or 32)
-  // values, for the quantized product that reads them next.
+  // int8 into xq in kGemvXInt8's layout (QuantXBytes: scale groups of xq_group, 16 or 32, blocks of xq_block
+  // rows), for the quantized product that reads them next.
   void* xq = nullptr;
-  int32_t xq_group = 0;
+  int32_t xq_group = 0, xq_block = 0;
 };
 // Whether the fused decode attention can round its output to int8 (DecodeAttentionFusion::xq) for this
 // head_dim and number of query heads.

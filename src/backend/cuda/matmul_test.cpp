@@ -465,12 +465,15 @@ void ExpectFusedAsUnfused(Rig& fused, Side& a, Rig& unfused, Side& b, Step step,
 // the later ones replay a captured graph.
 TEST(CudaMatMul, NormRoundsXForQuantizedGemv) {
   INFX_REQUIRE_GPU();
-  const int64_t k = 2048, ff = 1000;
+  const int64_t ff = 1000;
   CudaOptions unfused_options;
   unfused_options.fuse = false;
   uint64_t seed = 1200;
   for (DType type : {DType::kQ4_K, DType::kQ8_0, DType::kQ6_K, DType::kQ5_1}) {
     for (int64_t n : {2, 3, 8, 12, 32}) {  // beyond 8: the wide form
+      // 32 tokens of 4,096 values: q8_0 and q6_k run per group of 24 and 8 (QuantGemvMmaGroupTokens), each
+      // group reading its own block of the norm's int8 rows.
+      const int64_t k = n == 32 ? 4096 : 2048;
       Rig fused, unfused(unfused_options);
       struct Side {
         Pair h, o, nw, nw2, normed, normed_b, q, kk, gate;
@@ -524,12 +527,18 @@ TEST(CudaMatMul, NormRoundsXForQuantizedGemv) {
 // product) is the plain op's. Three rounds through the same tensors, so that the later ones replay a graph.
 TEST(CudaMatMul, SiluMulRoundsXForQuantizedGemv) {
   INFX_REQUIRE_GPU();
-  const int64_t k = 1024, ff = 1536, m = 1000;
+  const int64_t k = 1024, m = 1000;
   CudaOptions unfused_options;
   unfused_options.fuse = false;
   uint64_t seed = 1300;
+  // (tokens, ff): beyond 8 tokens the wide form; ff = 12,288 (Qwen3-8B's down) takes 8 tokens a launch, so
+  // 12, 17 and 24 tokens run per group, each reading its own block of SiLU's int8 rows (17: a last group of
+  // one token, which rounds its row itself).
+  const std::vector<std::pair<int64_t, int64_t>> shapes = {{2, 1536},   {3, 1536},   {8, 1536},   {12, 1536},
+                                                           {32, 1536},  {12, 12288}, {17, 12288}, {24, 12288}};
   for (DType type : {DType::kQ4_K, DType::kQ8_0, DType::kQ6_K, DType::kQ5_1}) {
-    for (int64_t n : {2, 3, 8, 12, 32}) {  // beyond 8: the wide form
+    for (const auto& shape : shapes) {
+      const int64_t n = shape.first, ff = shape.second;
       Rig fused, unfused(unfused_options);
       struct Side {
         Pair x, gate, up, h, down, down2, down3;

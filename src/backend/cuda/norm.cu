@@ -129,11 +129,12 @@ void LaunchAdd(cudaStream_t s, const void* a, const void* b, void* sum, const vo
 constexpr int kRowThreads = 512, kMaxChunks = 4;
 
 // G (16 or 32): the normalised rows are also rounded to int8 blocks for a quantized product (LaunchRmsNormInt8):
-// the codes of the stored bf16 values, as that product's own prologue would round them.
+// the codes of the stored bf16 values, as that product's own prologue would round them, in blocks of `block`
+// rows.
 template <bool kAdd, int G = 0>
 __global__ void __launch_bounds__(kRowThreads)
     RowNormKernel(const bf16* a, const bf16* b, bf16* sum, const void* w, int w_dtype, float eps, float w_offset,
-                  bf16* out, int64_t d, uint8_t* xq) {
+                  bf16* out, int64_t d, uint8_t* xq, int64_t block) {
   AllowDependentLaunch();
   WaitForPrevious();
   __shared__ float red[32];
@@ -171,7 +172,7 @@ __global__ void __launch_bounds__(kRowThreads)
         float stored[8];
 #pragma unroll
         for (int j = 0; j < 8; ++j) stored[j] = RoundBf16(v[q][j]);
-        StoreInt8x8<G>(stored, QuantXRowAt(xq, row, gridDim.x, d, G), c * 8);
+        StoreInt8x8<G>(stored, QuantXRowAt(xq, row, gridDim.x, d, G, block), c * 8);
       }
     }
   }
@@ -194,16 +195,16 @@ bool RowNormFits(int dtype, const void* a, const void* b, const void* sum, const
 // RowNormKernel<b != nullptr, G> over `rows` rows (G, xq: LaunchRmsNormInt8's rounding; 0, null: none).
 template <int G>
 void LaunchRow(cudaStream_t s, const void* a, const void* b, void* sum, const void* w, int w_dtype, float eps,
-               float w_offset, void* out, int64_t rows, int64_t d, void* xq) {
+               float w_offset, void* out, int64_t rows, int64_t d, int64_t block, void* xq) {
   const bf16* at = static_cast<const bf16*>(a);
   const auto blocks = static_cast<unsigned>(rows);
   if (b != nullptr) {
     LaunchDependent(RowNormKernel<true, G>, blocks, RowThreads(d), 0, s, at, static_cast<const bf16*>(b),
                     static_cast<bf16*>(sum), w, w_dtype, eps, w_offset, static_cast<bf16*>(out), d,
-                    static_cast<uint8_t*>(xq));
+                    static_cast<uint8_t*>(xq), block);
   } else {
     LaunchDependent(RowNormKernel<false, G>, blocks, RowThreads(d), 0, s, at, nullptr, nullptr, w, w_dtype, eps,
-                    w_offset, static_cast<bf16*>(out), d, static_cast<uint8_t*>(xq));
+                    w_offset, static_cast<bf16*>(out), d, static_cast<uint8_t*>(xq), block);
   }
 }
 
@@ -211,7 +212,7 @@ void LaunchRow(cudaStream_t s, const void* a, const void* b, void* sum, const vo
 bool TryRowNorm(cudaStream_t s, int dtype, const void* a, const void* b, void* sum, const void* w, int w_dtype, float eps,
                 float w_offset, void* out, int64_t rows, int64_t d) {
   if (!RowNormFits(dtype, a, b, sum, w, w_dtype, out, rows, d)) return false;
-  LaunchRow<0>(s, a, b, sum, w, w_dtype, eps, w_offset, out, rows, d, nullptr);
+  LaunchRow<0>(s, a, b, sum, w, w_dtype, eps, w_offset, out, rows, d, 1, nullptr);
   INFX_CUDA_CHECK_LAUNCH();
   return true;
 }
@@ -265,10 +266,11 @@ bool RmsNormInt8Fits(const void* a, const void* b, const void* sum, const void* 
 }
 
 void LaunchRmsNormInt8(cudaStream_t s, const void* a, const void* b, void* sum, const void* w, int w_dtype, float eps,
-                       float w_offset, void* out, int64_t rows, int64_t d, int group, void* xq) {
-  INFX_CHECK(RmsNormInt8Fits(a, b, sum, w, w_dtype, out, rows, d) && (group == 16 || group == 32) && xq != nullptr);
+                       float w_offset, void* out, int64_t rows, int64_t d, int group, int64_t block, void* xq) {
+  INFX_CHECK(RmsNormInt8Fits(a, b, sum, w, w_dtype, out, rows, d) && (group == 16 || group == 32) && block >= 1 &&
+             xq != nullptr);
   const auto launch = group == 16 ? LaunchRow<16> : LaunchRow<32>;
-  launch(s, a, b, sum, w, w_dtype, eps, w_offset, out, rows, d, xq);
+  launch(s, a, b, sum, w, w_dtype, eps, w_offset, out, rows, d, block, xq);
   INFX_CUDA_CHECK_LAUNCH();
 }
 
