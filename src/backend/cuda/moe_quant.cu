@@ -117,7 +117,12 @@ __global__ void __launch_bounds__(32 * qmma::kWarps) MoeMmaKernel(MoeMmaArgs a, 
   const int tiles = (kDown ? a.n : a.n * top_k) * row_tiles;
   const int per_tile_all = (kDown ? top_k : 2) * chunks;  // items of a tile, split over the warps
   const int per_tile = warp < per_tile_all ? (per_tile_all - warp + kWarps - 1) / kWarps : 0;
-  const int my_tiles = (tiles - static_cast<int>(blockIdx.x) + gridDim.x - 1) / gridDim.x;
+  // The block's tiles: a contiguous range [t0, t1), so that they belong to one or two owners (tokens for down,
+  // slots for gate / up) and the prologue rounds only those owners' rows of x (at 8 tokens of Qwen3-30B-A3B:
+  // 8 or 16 of down's 64 rows, 1 or 2 of gate / up's 8).
+  const int t0 = static_cast<int>(static_cast<int64_t>(blockIdx.x) * tiles / gridDim.x);
+  const int t1 = static_cast<int>(static_cast<int64_t>(blockIdx.x + 1) * tiles / gridDim.x);
+  const int my_tiles = t1 - t0;
   const int items = my_tiles * per_tile;
   uint8_t* stage = smem + warp * kStages * 16 * kW * 16;
   // Item `it` of this warp: its tile, the activation row it multiplies (slot), the matrix half (gate / up)
@@ -127,7 +132,7 @@ __global__ void __launch_bounds__(32 * qmma::kWarps) MoeMmaKernel(MoeMmaArgs a, 
   };
   auto item = [&](int it) {
     Item r;
-    r.tile = static_cast<int>(blockIdx.x) + (it / per_tile) * gridDim.x;
+    r.tile = t0 + it / per_tile;
     const int idx = warp + (it % per_tile) * kWarps;
     r.part = idx / chunks;
     r.c = idx % chunks;
@@ -154,7 +159,12 @@ __global__ void __launch_bounds__(32 * qmma::kWarps) MoeMmaKernel(MoeMmaArgs a, 
   int8_t* xq = reinterpret_cast<int8_t*>(act_smem + TableBytes<T>());
   float2* xs = reinterpret_cast<float2*>(act_smem + TableBytes<T>() + x_rows * XqStride(k));
   if constexpr (IsIntType<T>()) {
-    QuantizeActivations<kG>(a.x, x_rows, k, xq, xs);
+    if (my_tiles > 0) {  // the rows of x that the block's tiles multiply, at their places in xq / xs
+      const int o0 = t0 / row_tiles, o1 = (t1 - 1) / row_tiles;
+      const int r0 = kDown ? o0 * top_k : o0 / top_k, r1 = kDown ? (o1 + 1) * top_k : o1 / top_k + 1;
+      QuantizeActivations<kG>(a.x + static_cast<int64_t>(r0) * k, r1 - r0, k, xq + r0 * XqStride(k),
+                              xs + r0 * (k / kG));
+    }
     __syncthreads();
   }
   float acc[2][4];  // per part (gate / up; one for down): rows g, g, g+8, g+8 (every column the same row of x)
@@ -190,7 +200,7 @@ __global__ void __launch_bounds__(32 * qmma::kWarps) MoeMmaKernel(MoeMmaArgs a, 
     __syncthreads();
     if (threadIdx.x < 16) {
       const int r = threadIdx.x, ln = (r & 7) * 4, q = r >= 8 ? 2 : 0;
-      const int tile = static_cast<int>(blockIdx.x) + ti * gridDim.x, row = (tile % row_tiles) * 16 + r;
+      const int tile = t0 + ti, row = (tile % row_tiles) * 16 + r;
       float sum[2] = {0.0f, 0.0f};
 #pragma unroll
       for (int h = 0; h < 2; ++h)
