@@ -192,11 +192,9 @@ void CudaBackend::MatMul(const Tensor& x, const Tensor& w, Tensor out) {
     }
     if (options_.gemv && cuda::QuantGemvMmaFits(Dt(w), n, k, m, x.data, w.data, smem_optin_)) {
       // 2-32 tokens: the held op that makes x (a norm, SiLU-and-multiply, the decode attention) rounds it to
-      // int8 for the product (and for the products that join it: they read the same x), instead of every block
-      // of the product.
-      const bool joins = gemv_.n_segments > 0 && gemv_.pro.kind == cuda::kGemvXInt8 && gemv_.x == x.data &&
-                         gemv_.n == n && gemv_.k == k && gemv_.w_type == Dt(w);
-      const cuda::GemvPrologue pro = joins ? cuda::GemvPrologue{} : RoundHeldForQuantized(x, w);
+      // int8 for the product, instead of every block of the product. A product after it that reads the same x
+      // finds nothing held and joins the group with a plain prologue: it reads the group's int8 rows.
+      const cuda::GemvPrologue pro = RoundHeldForQuantized(x, w);
       if (pro.kind == cuda::kGemvXPlain) FlushPending();
       JoinGemv(x, w, out, pro);
       return;
