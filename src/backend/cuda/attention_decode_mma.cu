@@ -625,14 +625,11 @@ __global__ void __launch_bounds__(kThreads)
       if (f.xq != nullptr) {
         const int64_t cols = static_cast<int64_t>(n_heads) * d, col = i - static_cast<int64_t>(t) * cols;
         const QuantXRow at = QuantXRowAt(f.xq, t, layout.n_tokens, cols, f.xq_group, f.xq_block);
-        float dx;
-        int codes_sum;
-        const bool g16 = f.xq_group == 16;
-        const int code = g16 ? RoundInt8Lane<16>(__bfloat162float(stored), &dx, &codes_sum)
-                             : RoundInt8Lane<32>(__bfloat162float(stored), &dx, &codes_sum);
-        at.codes[col] = static_cast<uint8_t>(code);
-        if ((tid & (g16 ? 15 : 31)) == 0)
-          at.factors[col / f.xq_group] = make_float2(dx, dx * static_cast<float>(codes_sum));
+        if (f.xq_group == 16) {
+          StoreInt8Lane<16>(__bfloat162float(stored), at, col);
+        } else {
+          StoreInt8Lane<32>(__bfloat162float(stored), at, col);
+        }
       }
     }
   };

@@ -488,6 +488,17 @@ __device__ __forceinline__ int RoundInt8Lane(float v, float* dx, int* sum) {
   return q;
 }
 
+// Column col of a row, as stored, held one a lane (32 consecutive columns a warp), rounded to int8
+// (RoundInt8Lane) into that row's place in kGemvXInt8's layout: the fused decode attention's output. The first
+// lane of each scale group stores the group's factors. Every lane of the warp calls it.
+template <int G>
+__device__ __forceinline__ void StoreInt8Lane(float stored, const QuantXRow& at, int64_t col) {
+  float dx;
+  int codes_sum;
+  at.codes[col] = static_cast<uint8_t>(RoundInt8Lane<G>(stored, &dx, &codes_sum));
+  if ((threadIdx.x & (G - 1)) == 0) at.factors[col / G] = make_float2(dx, dx * static_cast<float>(codes_sum));
+}
+
 // The SiLU-and-multiply epilogue of a gate / up pair of GEMV tiles (bf16 outputs), element i of both: the
 // gate tile's pass (up == false) rounds its sum as stored and keeps it in `gate`; the up tile's pass (the
 // same thread and element, later) writes up and SiLU(gate) * up as the SiLU-and-multiply op rounds it. A
