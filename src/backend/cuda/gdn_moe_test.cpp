@@ -163,7 +163,7 @@ void CheckConvAfterItsProduct(bool norm_first, DType w_type, uint64_t seed) {
     if (w_type == DType::kBF16)
       return rig.Weight(DType::kBF16, {rows, hidden}, Rand(static_cast<size_t>(rows) * hidden, sd, -s_in, s_in));
     packed.push_back(RandomQuantBlocks(w_type, rows, hidden, sd, s_in));
-    return Pair{rig.cpu.UploadWeight(packed.back().view()), rig.gpu.UploadWeight(packed.back().view())};
+    return rig.Packed(packed.back());
   };
   auto w_qkv = projection(channels, seed);
   auto w_z = projection(nv * dv, seed + 1);

@@ -319,7 +319,7 @@ TEST(CudaMatMul, QuantizedWeights) {
                       Shape3{16, 520, 4096}, Shape3{32, 256, 4096}, Shape3{14, 256, 12288}, Shape3{40, 1024, 4096},
                       Shape3{40, 300, 768}}) {
       HostBuffer packed = RandomQuantBlocks(type, s.m, s.k, seed, 1.0f / std::sqrt(static_cast<float>(s.k)));
-      Pair w{rig.cpu.UploadWeight(packed.view()), rig.gpu.UploadWeight(packed.view())};
+      Pair w = rig.Packed(packed);
       const std::vector<float> xv = Rand(s.n * s.k, seed + 1, -2, 2);
       auto x = rig.Act({s.n, s.k}, xv);
       // More than 8 tokens: one launch of the tensor-core product where it takes them all (integer types, x in
@@ -368,7 +368,7 @@ TEST(CudaMatMul, QuantizedWeights) {
     }
     const int64_t vocab = 300, h = 1024;
     HostBuffer table = RandomQuantBlocks(type, vocab, h, seed++, 1.0f);
-    Pair t{rig.cpu.UploadWeight(table.view()), rig.gpu.UploadWeight(table.view())};
+    Pair t = rig.Packed(table);
     auto ids = rig.I32({5}, {0, 299, 17, 17, 150});
     auto out = rig.Out({5, h});
     rig.cpu.Embedding(ids.cpu, t.cpu, out.cpu);
@@ -392,7 +392,7 @@ TEST(CudaMatMul, QuantizedProductsSharingInput) {
       uint64_t seed = 901;
       for (int64_t m : {2048, 512, 512}) {
         packed.push_back(RandomQuantBlocks(type, m, k, seed++, 0.02f));
-        ws.push_back(Pair{rig.cpu.UploadWeight(packed.back().view()), rig.gpu.UploadWeight(packed.back().view())});
+        ws.push_back(rig.Packed(packed.back()));
         outs.push_back(rig.Out({n, m}));
       }
       for (size_t i = 0; i < ws.size(); ++i) rig.gpu.MatMul(x.gpu, ws[i].gpu, outs[i].gpu);
@@ -419,7 +419,7 @@ TEST(CudaMatMul, ResidualAndNormAfterQuantizedGemv) {
       auto x = rig.Act({n, k}, xv);
       auto x_seen = rig.Act({n, k}, type == DType::kF8E4M3B128 ? xv : Int8Blocks(xv), DType::kF32);
       HostBuffer packed = RandomQuantBlocks(type, m, k, seed++, 0.02f);
-      Pair w{rig.cpu.UploadWeight(packed.view()), rig.gpu.UploadWeight(packed.view())};
+      Pair w = rig.Packed(packed);
       auto nw = rig.Weight(DType::kBF16, {m}, Rand(m, seed++, 0.5f, 1.5f));
       auto h = rig.Act({n, m}, Rand(n * m, seed++, -2, 2));
       auto o = rig.Out({n, m}), normed = rig.Out({n, m}), h2 = rig.Out({n, m});
@@ -489,7 +489,7 @@ TEST(CudaMatMul, NormRoundsXForQuantizedGemv) {
                rig.Weight(DType::kF32, {k}, nw2v), rig.Out({n, k}), rig.Out({n, k}), rig.Out({n, 512}),
                rig.Out({n, 128}, DType::kF32), rig.Out({n, ff}), {}};
         for (const HostBuffer& p : packed)
-          t.w.push_back(Pair{rig.cpu.UploadWeight(p.view()), rig.gpu.UploadWeight(p.view())});
+          t.w.push_back(rig.Packed(p));
         return t;
       };
       Side a = make(fused), b = make(unfused);
@@ -553,7 +553,7 @@ TEST(CudaMatMul, SiluMulRoundsXForQuantizedGemv) {
         Side t{rig.Act({n, k}, x0), rig.Out({n, ff}), rig.Out({n, ff}), rig.Out({n, ff}), rig.Out({n, m}),
                rig.Out({n, m}),     rig.Out({n, m}),  {},               rig.Weight(DType::kBF16, {m, ff}, wbv)};
         for (const HostBuffer& p : packed)
-          t.w.push_back(Pair{rig.cpu.UploadWeight(p.view()), rig.gpu.UploadWeight(p.view())});
+          t.w.push_back(rig.Packed(p));
         return t;
       };
       Side a = make(fused), b = make(unfused);
@@ -599,8 +599,8 @@ TEST(CudaMatMul, SiluFusedIntoQuantizedGatePair) {
       auto x = rig.Act({n, k}, xv);
       auto x_seen = rig.Act({n, k}, type == DType::kF8E4M3B128 ? xv : Int8Blocks(xv), DType::kF32);
       HostBuffer pg = RandomQuantBlocks(type, ff, k, seed++, 0.05f), pu = RandomQuantBlocks(type, ff, k, seed++, 0.05f);
-      Pair wg{rig.cpu.UploadWeight(pg.view()), rig.gpu.UploadWeight(pg.view())};
-      Pair wu{rig.cpu.UploadWeight(pu.view()), rig.gpu.UploadWeight(pu.view())};
+      Pair wg = rig.Packed(pg);
+      Pair wu = rig.Packed(pu);
       for (int where = 0; where < 3; ++where) {  // out of place, into gate, into up
         auto gate = rig.Out({n, ff}), up = rig.Out({n, ff}), act = rig.Out({n, ff});
         Pair& out = where == 0 ? act : where == 1 ? gate : up;
@@ -663,7 +663,7 @@ TEST(CudaMatMul, Fp8CodesDecodeExactlyOnTheBf16Path) {
       std::memcpy(block, &one, 4);
       for (int64_t j = 0; j < 128; ++j) block[4 + j] = code_at(r, b * 128 + j);
     }
-  Pair w{rig.cpu.UploadWeight(packed.view()), rig.gpu.UploadWeight(packed.view())};
+  Pair w = rig.Packed(packed);
   const int64_t cols[] = {0, 37, 130, 255};  // bytes 0, 1, 2, 3 of their words; blocks 0, 0, 1, 1
   constexpr int64_t kN = 4;
   std::vector<float> xv(static_cast<size_t>(kN * kK), 0.0f);

@@ -241,7 +241,7 @@ TEST(CudaMoeGemv, RoutingAfterTheRouterGemv) {
             if (w_type == DType::kBF16)
               return rig.Weight(DType::kBF16, {rows, hidden}, Rand(rows * hidden, sd, -s_in, s_in));
             packed.push_back(RandomQuantBlocks(w_type, rows, hidden, sd, s_in));
-            return Pair{rig.cpu.UploadWeight(packed.back().view()), rig.gpu.UploadWeight(packed.back().view())};
+            return rig.Packed(packed.back());
           };
           auto router = weight(experts, seed);
           auto gate_w = weight(1, seed + 1);

@@ -86,6 +86,12 @@ class Rig {
     return p;
   }
 
+  // A weight whose stored bytes the caller made (block-quantized: RandomQuantBlocks) on both backends; the
+  // caller keeps `packed` alive while the weight is used.
+  Pair Packed(const HostBuffer& packed) {
+    return Pair{cpu.UploadWeight(packed.view()), gpu.UploadWeight(packed.view())};
+  }
+
   // An i32 tensor's values, as they are.
   std::vector<int32_t> GpuIds(const Tensor& t) {
     std::vector<int32_t> v(static_cast<size_t>(t.numel()));
