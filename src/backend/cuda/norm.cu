@@ -136,9 +136,17 @@ __global__ void __launch_bounds__(kRowThreads)
     RowNormKernel(const bf16* a, const bf16* b, bf16* sum, const void* w, int w_dtype, float eps, float w_offset,
                   bf16* out, int64_t d, uint8_t* xq, int64_t block) {
   AllowDependentLaunch();
+  const int64_t row = blockIdx.x, chunks = d / 8;
+  // The norm's weight is the model's: loaded before the wait, so that only x's loads stand between the wait
+  // and the sum of squares, and nothing between that and the stores.
+  float wv[kMaxChunks][8];
+#pragma unroll
+  for (int q = 0; q < kMaxChunks; ++q) {
+    const int64_t c = threadIdx.x + static_cast<int64_t>(q) * blockDim.x;
+    if (c < chunks) Load8W(w, w_dtype, c * 8, wv[q]);
+  }
   WaitForPrevious();
   __shared__ float red[32];
-  const int64_t row = blockIdx.x, chunks = d / 8;
   float v[kMaxChunks][8];
   float ss = 0;
 #pragma unroll
@@ -163,10 +171,8 @@ __global__ void __launch_bounds__(kRowThreads)
   for (int q = 0; q < kMaxChunks; ++q) {
     const int64_t c = threadIdx.x + static_cast<int64_t>(q) * blockDim.x;
     if (c < chunks) {
-      float wv[8];
-      Load8W(w, w_dtype, c * 8, wv);
 #pragma unroll
-      for (int j = 0; j < 8; ++j) v[q][j] = RmsScale(v[q][j], inv, wv[j], w_offset);
+      for (int j = 0; j < 8; ++j) v[q][j] = RmsScale(v[q][j], inv, wv[q][j], w_offset);
       Store8(out + row * d + c * 8, v[q]);
       if constexpr (G != 0) {  // c < chunks is the same for the whole warp here: d % 256 == 0
         float stored[8];
