@@ -274,9 +274,13 @@ __global__ void __launch_bounds__(kThreads)
       rope_cs[i] = cs * p.rope_scale;
       rope_sn[i] = sn * p.rope_scale;
     }
-    // Items: the group's query heads, then (the owner) the key and the value; a warp loads all of its
-    // items' rows before it prepares them one by one, as PrepHeadRow would (the same bits).
-    constexpr int kPer = D / 32, kMaxItems = (kRows + 2 + kWarps - 1) / kWarps;
+    // Items: the group's query heads, then (the owner) the key and the value, warp w taking items w, w + 4,
+    // ...; each prepared as PrepHeadRow would (the same bits). A warp's first row loads right after the wait,
+    // a later item's at the top of its pass: a loop that is not unrolled, so that the kernel's code stays small
+    // (at batch 1 a warp has one item; unrolled for the 5 a warp can have, the preparation made the kernel
+    // 107 KB of code instead of 70, most of it never run, and short contexts are bound by the instructions'
+    // latency, ncu's "no instruction" stalls included).
+    constexpr int kPer = D / 32;
     const int lane = tid & 31, warp = tid >> 5, items = group + (owner ? 2 : 0);
     auto row_of = [&](int it) {
       const int ti = it < group ? 0 : it - group + 1;
@@ -286,34 +290,32 @@ __global__ void __launch_bounds__(kThreads)
     for (int i = tid; i < (kRows - group) * (D / 8); i += kThreads)
       *reinterpret_cast<uint4*>(qs + (group + i / (D / 8)) * kStride + i % (D / 8) * 8) = make_uint4(0, 0, 0, 0);
     WaitForPrevious();  // q, k and v come from the kernel before
-    float xv[kMaxItems][kPer];
-#pragma unroll
-    for (int j = 0; j < kMaxItems; ++j) {
-      const int it = warp + j * kWarps;
-      const bf16* x = it < items ? row_of(it) : nullptr;
+    float xv[kPer];
+    auto load_row = [&](int it) {
+      const bf16* x = row_of(it);
 #pragma unroll
       for (int e = 0; e < kPer; ++e) {
         const int i = lane + 32 * e;
-        xv[j][e] = x != nullptr && i < d ? __bfloat162float(x[i]) : 0.0f;
+        xv[e] = i < d ? __bfloat162float(x[i]) : 0.0f;
       }
-    }
+    };
+    if (warp < items) load_row(warp);
     __syncthreads();  // the weights and factors
     float* row = prep_rows + warp * D;
-#pragma unroll
-    for (int j = 0; j < kMaxItems; ++j) {
-      const int it = warp + j * kWarps;
-      if (it >= items) break;
+#pragma unroll 1
+    for (int it = warp; it < items; it += kWarps) {
+      if (it != warp) load_row(it);
       const int ti = it < group ? 0 : it - group + 1;
       const HeadPrep& hp = p.t[ti];
       float ss = 0;
 #pragma unroll
-      for (int e = 0; e < kPer; ++e) ss += xv[j][e] * xv[j][e];
+      for (int e = 0; e < kPer; ++e) ss += xv[e] * xv[e];
       const float inv = hp.norm_w != nullptr ? RmsInv(WarpSum(ss), d, hp.eps) : 0.0f;
 #pragma unroll
       for (int e = 0; e < kPer; ++e) {
         const int i = lane + 32 * e;
-        row[i] = hp.norm_w != nullptr && i < d ? RoundBf16(RmsScale(xv[j][e], inv, norm_w[ti * D + i], hp.w_offset))
-                                               : xv[j][e];
+        row[i] = hp.norm_w != nullptr && i < d ? RoundBf16(RmsScale(xv[e], inv, norm_w[ti * D + i], hp.w_offset))
+                                               : xv[e];
       }
       __syncwarp();
       if (hp.rope) {
