@@ -278,7 +278,7 @@ __global__ void __launch_bounds__(kThreads)
     // ...; each prepared as PrepHeadRow would (the same bits). A warp's first row loads right after the wait,
     // a later item's at the top of its pass: a loop that is not unrolled, so that the kernel's code stays small
     // (at batch 1 a warp has one item; unrolled for the 5 a warp can have, the preparation made the kernel
-    // 107 KB of code instead of 70, most of it never run, and short contexts are bound by the instructions'
+    // 107 KB of code instead of 72, most of it never run, and short contexts are bound by the instructions'
     // latency, ncu's "no instruction" stalls included).
     constexpr int kPer = D / 32;
     const int lane = tid & 31, warp = tid >> 5, items = group + (owner ? 2 : 0);
