@@ -293,6 +293,18 @@ TEST(Cli, BenchWithDepth) {
               {"--batch: '0'", "positive"});
   // qwen3-next-tiny has max_position_embeddings 4096: 4092 + 2 + 4 warm-up steps = 4098 tokens.
   ExpectError(model + " --depth 4092", {"4098", "max_position_embeddings of 4096"});
+
+  // --ctx-size: states sized as a server's slots, named in the header and the JSON; too small for the run
+  // (6 + 2 + 4 warm-up steps = 12 tokens) or past the model's context, a clear error.
+  r = RunCli(model + " --depth 6 --ctx-size 64 --json " + json);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("states of 64 tokens"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("| tg2 @ d6 | 2 |"), std::string::npos) << r.output;
+  EXPECT_EQ(nlohmann::json::parse(testing::ReadBinary(json))["ctx_size"], 64);
+  fs::remove(json);
+  ExpectError(model + " --depth 6 --ctx-size 11", {"--ctx-size 11", "12 tokens the run needs"});
+  ExpectError(model + " --ctx-size 5000", {"--ctx-size 5000", "max_position_embeddings of 4096"});
+  ExpectError(model + " --ctx-size -3", {"--ctx-size"});
 }
 
 // --kv-cache-dtype on the commands that run a model: bench names the cache in its header (and JSON),

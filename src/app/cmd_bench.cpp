@@ -7,6 +7,7 @@
 //          picks of the one before (its ids fed from them on the backend), as the server's engine does;
 //          --sync-picks waits for each step's picks first; --host-sample reads the logits back and samples
 //          them with the engine's sampler
+// Each state holds what its test needs, or with --ctx-size as many tokens as a server's slots would.
 // For the CUDA backend it first measures the device's ceilings in the same process (copy bandwidth,
 // BF16 GEMM rate) and reports decode as the fraction of copy bandwidth used (bytes read per step / step
 // time) and prefill as the fraction of the GEMM rate reached (model FLOPs / time).
@@ -42,6 +43,7 @@ struct BenchOptions {
   int64_t n_prompt = 512;
   int64_t n_gen = 128;
   std::string depths = "0";  // context tokens of each sequence before the timed decode steps
+  int64_t ctx_size = 0;      // > 0: tokens each sequence's state holds (the server's --ctx-size); 0: what the run needs
   std::string batches = "1,2,4,8";
   int repetitions = 3;
   std::string json_path;
@@ -194,12 +196,29 @@ void Run(const BenchOptions& o) {
                  "--depth {} + --n-gen {} + {} warm-up steps = {} tokens exceed the model's max_position_embeddings "
                  "of {}",
                  depth, o.n_gen, warmup, depth + o.n_gen + warmup, c.max_position_embeddings);
+  // --ctx-size: every state holds that many tokens, as a server started with it sizes its slots (the CUDA
+  // decode attention's split count follows the state's size); it must hold what the run puts in it.
+  if (o.ctx_size < 0) ThrowError(ErrorCode::kInvalidArgument, "--ctx-size must be 0 or more");
+  if (o.ctx_size > c.max_position_embeddings)
+    ThrowError(ErrorCode::kInvalidArgument, "--ctx-size {} exceeds the model's max_position_embeddings of {}",
+               o.ctx_size, c.max_position_embeddings);
+  if (o.ctx_size > 0) {
+    const int64_t deepest = *std::max_element(depths.begin(), depths.end());
+    const int64_t needed = std::max(o.n_prompt, deepest + o.n_gen + warmup);
+    if (o.ctx_size < needed)
+      ThrowError(ErrorCode::kInvalidArgument,
+                 "--ctx-size {} is less than the {} tokens the run needs (the prompt test's --n-prompt {}; "
+                 "--depth {} + --n-gen {} + {} warm-up steps)",
+                 o.ctx_size, needed, o.n_prompt, deepest, o.n_gen, warmup);
+  }
+  auto state_tokens = [&](int64_t needed) { return o.ctx_size > 0 ? o.ctx_size : needed; };
   const std::string kv_cache = KvCacheTypeName(o.kv_cache_type, backend->activation_dtype());
-  std::printf("model: %s, %d layers, hidden %lld, vocab %lld%s; backend %s; KV cache %s%s; loaded in %.1f s\n",
+  std::printf("model: %s, %d layers, hidden %lld, vocab %lld%s; backend %s; KV cache %s%s%s; loaded in %.1f s\n",
               std::string(ArchitectureName(c.arch)).c_str(), c.num_layers, static_cast<long long>(c.hidden_size),
               static_cast<long long>(c.vocab_size),
               o.dummy_weights ? fmt::format(" (dummy {} weights)", DTypeName(linear_dtype)).c_str() : "",
-              std::string(backend->name()).c_str(), kv_cache.c_str(), PicksName(o).c_str(),
+              std::string(backend->name()).c_str(), kv_cache.c_str(),
+              o.ctx_size > 0 ? fmt::format(", states of {} tokens", o.ctx_size).c_str() : "", PicksName(o).c_str(),
               Seconds(t_load, std::chrono::steady_clock::now()));
   std::optional<DeviceCeilings> ceil = MeasureDeviceCeilings(*backend);
   if (ceil)
@@ -223,7 +242,7 @@ void Run(const BenchOptions& o) {
     for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<int32_t>((i * 7919 + 13) % vocab);
     std::vector<double> times;
     for (int r = 0; r <= o.repetitions; ++r) {  // r == 0: warm-up
-      auto state = backend->CreateState(model->MakeStateSpec(1, o.n_prompt, o.kv_cache_type));
+      auto state = backend->CreateState(model->MakeStateSpec(1, state_tokens(o.n_prompt), o.kv_cache_type));
       auto t0 = std::chrono::steady_clock::now();
       model->Forward(ForwardBatch::Single(tokens, 0, 0, false), *state);
       auto t1 = std::chrono::steady_clock::now();
@@ -244,7 +263,7 @@ void Run(const BenchOptions& o) {
       const int b = static_cast<int>(b64);
       ModelCounts mc =
           Count(c, std::min<double>(c.num_experts, static_cast<double>(b) * c.num_experts_per_tok), o.kv_cache_type);
-      const StateSpec spec = model->MakeStateSpec(b, depth + o.n_gen + warmup, o.kv_cache_type);
+      const StateSpec spec = model->MakeStateSpec(b, state_tokens(depth + o.n_gen + warmup), o.kv_cache_type);
       auto state = backend->CreateState(spec);
       // --depth: every sequence gets its context first, in forward passes of at most kPrefillChunk tokens
       // continuing at the slot's length. Only the very last pass returns a logit row: its copy to the host
@@ -375,7 +394,8 @@ void Run(const BenchOptions& o) {
         << "\", \"greedy\": " << (o.greedy ? "true" : "false") << ", \"sample\": " << (o.sample ? "true" : "false")
         << ", \"host_sample\": " << (o.host_sample ? "true" : "false")
         << ", \"greedy_pipelined\": " << (o.greedy && pipelined ? "true" : "false")
-        << ", \"pipelined\": " << (pipelined ? "true" : "false") << ", \"rows\": [";
+        << ", \"pipelined\": " << (pipelined ? "true" : "false") << ", \"ctx_size\": " << o.ctx_size
+        << ", \"rows\": [";
     for (size_t i = 0; i < rows.size(); ++i)
       out << (i ? ", " : "") << "{\"test\": \"" << rows[i].test << "\", \"batch\": " << rows[i].batch
           << ", \"depth\": " << rows[i].depth << ", \"tokens_per_s\": " << rows[i].tokens_per_s
@@ -404,6 +424,11 @@ void RegisterBenchCommand(CLI::App& app) {
                   "depth): every sequence is first prefilled with D tokens (not timed; the prompt test is "
                   "unaffected), then decoded from position D + 4 after the warm-up steps (D + 12 with pipelined "
                   "--greedy or --sample; llama-bench -d)")
+      ->capture_default_str();
+  cmd->add_option("--ctx-size", o->ctx_size,
+                  "Tokens of context each sequence's state holds, as the server's --ctx-size sizes its slots (the "
+                  "CUDA decode attention splits a context by it); 0 = just what the run needs (--n-prompt for the "
+                  "prompt test, D + M + the warm-up steps for generation)")
       ->capture_default_str();
   cmd->add_option("--batch,-b", o->batches, "Generation batch sizes, comma-separated")->capture_default_str();
   cmd->add_option("--repetitions,-r", o->repetitions, "Timed prompt runs (median reported)")->capture_default_str();
