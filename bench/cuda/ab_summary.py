@@ -66,7 +66,10 @@ def parse(lines, test="test"):
                      " host-sample" if "; the logits read back and sampled" in line else "")
             if picks and "each step queued after" in line:
                 picks += " sync"
-            model, gemv = f"{m.group(1)} {m.group(2)}L {m.group(3)}{kv}{picks}", ""
+            # States sized by --ctx-size (the CUDA decode attention's splits follow them)
+            ctx = re.search(r", states of (\d+) tokens", line)
+            ctx = f" ctx {ctx.group(1)}" if ctx else ""
+            model, gemv = f"{m.group(1)} {m.group(2)}L {m.group(3)}{kv}{ctx}{picks}", ""
         elif m := GEMV_HEAD.match(line):
             gemv, model = f"gemv {m.group(2)} x{m.group(1)}", ""
         elif m := PREFILLED.match(line):
