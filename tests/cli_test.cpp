@@ -20,8 +20,10 @@ struct Result {
   std::string output;  // stdout and stderr together
 };
 
-Result RunCli(const std::string& args) {
-  std::string cmd = std::string(INFERNIX_BINARY) + " " + args + " 2>&1";
+// time_limit_s > 0: the command is stopped after that many seconds (status 124).
+Result RunCli(const std::string& args, int time_limit_s = 0) {
+  std::string cmd = (time_limit_s > 0 ? "timeout " + std::to_string(time_limit_s) + " " : std::string()) +
+                    INFERNIX_BINARY + " " + args + " 2>&1";
   Result r;
   FILE* p = popen(cmd.c_str(), "r");
   if (p == nullptr) return r;
@@ -126,6 +128,44 @@ TEST(Cli, ClearErrors) {
   testing::WriteBinary((dir / "model.safetensors").string(), weights.substr(0, 1000));
   ExpectError("logits --model " + dir.string() + " --tokens 1 --out " + (dir / "x").string(), {"model.safetensors"});
   fs::remove_all(dir);
+}
+
+// Numeric options out of range, negative where a count is meant, or not numbers at all: a parse error naming
+// the option, its range and the value, before anything loads (serve would otherwise start: a time limit
+// keeps a regression from hanging the test). A context beyond the model's positions: an error once its config
+// is read.
+TEST(Cli, NumericOptionsAreChecked) {
+  struct Case {
+    std::string args, message;
+  };
+  const Case cases[] = {
+      {"serve --port 99999", "--port: must be a whole number from 0 to 65535, not '99999'"},
+      {"serve --max-queue -3", "--max-queue: must be a whole number from 0 to 1048576, not '-3'"},
+      {"serve --threads -2", "--threads: must be a whole number from 0 to 4096, not '-2'"},
+      {"serve --ctx-size abc", "--ctx-size: must be a whole number from 0 to 1073741824, not 'abc'"},
+      {"serve --max-concurrency 1.5", "--max-concurrency: must be a whole number from 1 to 4096, not '1.5'"},
+      {"serve --max-body-bytes 0", "--max-body-bytes: must be a whole number from 1024 to 4294967296, not '0'"},
+      {"serve --gpu 2000", "--gpu: must be a whole number from 0 to 1023, not '2000'"},
+      {"generate --tokens 1 --ctx-size -4", "--ctx-size: must be a whole number from 0 to 1073741824, not '-4'"},
+      {"generate --tokens 1 --threads 5000", "--threads: must be a whole number from 0 to 4096, not '5000'"},
+      {"serve --port 0 --ctx-size 300000",
+       "error: context size 300000 (--ctx-size) exceeds the model's max_position_embeddings of 262144"},
+      {"generate --tokens 1 --ctx-size 300000",
+       "error: --ctx-size 300000 exceeds the model's max_position_embeddings of 262144"},
+  };
+  for (const Case& c : cases) {
+    Result r = RunCli(c.args, /*time_limit_s=*/60);
+    EXPECT_NE(r.status, 0) << c.args << "\n" << r.output;
+    EXPECT_NE(r.output.find(c.message), std::string::npos) << c.args << "\n" << r.output;
+  }
+  // The same check for a value from serve's --config file.
+  fs::path config = fs::temp_directory_path() / "infernix_cli_numbers.toml";
+  std::ofstream(config) << "port = 70000\n";
+  Result r = RunCli("serve --config " + config.string(), 60);
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("'port': --port: must be a whole number from 0 to 65535, not '70000'"), std::string::npos)
+      << r.output;
+  fs::remove(config);
 }
 
 // tokenize / detokenize / render through the CLI on the embedded model, against the fixtures.

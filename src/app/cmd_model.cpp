@@ -6,6 +6,7 @@
 #include <fstream>
 #include <memory>
 
+#include "app/cli_checks.h"
 #include "app/commands.h"
 #include "app/model_options.h"
 #include "base/error.h"
@@ -54,12 +55,18 @@ Loaded Load(const CommonOptions& o) {
 
 }  // namespace
 
-void AddBackendOptions(CLI::App* cmd, BackendOptions& backend, bool& dummy_weights) {
+void AddDeviceOptions(CLI::App* cmd, BackendOptions& backend) {
   cmd->add_option("--backend", backend.name, "Compute backend: auto (cuda when a usable GPU is present, else cpu), cpu or cuda")
       ->capture_default_str();
-  cmd->add_option("--threads", backend.n_threads, "CPU threads (0 = one per hardware thread)")->capture_default_str();
-  cmd->add_option("--gpu", backend.cuda_device, "CUDA: which GPU")->capture_default_str();
+  cmd->add_option("--threads", backend.n_threads, "CPU threads (0 = one per hardware thread)")
+      ->capture_default_str()
+      ->check(WholeNumber(0, static_cast<int64_t>(BackendOptions::kMaxThreads)));
+  cmd->add_option("--gpu", backend.cuda_device, "CUDA: which GPU")->capture_default_str()->check(WholeNumber(0, 1023));
   cmd->add_flag("!--no-cuda-graphs", backend.cuda_graphs, "CUDA: launch decode steps op by op instead of replaying graphs");
+}
+
+void AddBackendOptions(CLI::App* cmd, BackendOptions& backend, bool& dummy_weights) {
+  AddDeviceOptions(cmd, backend);
   cmd->add_flag("--dummy-weights", dummy_weights,
                 "Random weights of the right dtypes and shapes, made from the config alone (--model: a folder with "
                 "config.json, or a config .json file); for benchmarks");
@@ -114,12 +121,16 @@ void RegisterModelCommands(CLI::App& app) {
   CLI::App* generate =
       app.add_subcommand("generate", "Greedy generation: print the new token ids as a JSON array");
   AddCommonOptions(generate, *gen_opts);
-  generate->add_option("--max-tokens", *max_tokens, "Number of tokens to generate")->capture_default_str();
+  generate->add_option("--max-tokens", *max_tokens, "Number of tokens to generate")
+      ->capture_default_str()
+      ->check(WholeNumber(0, kMaxContextOption));
   generate->add_flag("--stop-at-eos", *stop_at_eos,
                      "Stop after an end-of-sequence token (from generation_config.json); default: never stop early");
   generate->add_option("--ctx-size", *ctx_size,
-                       "Context size in tokens (prompt + generated); 0 = the model's max_position_embeddings")
-      ->capture_default_str();
+                       "Context size in tokens (prompt + generated), at most the model's max_position_embeddings; 0 = "
+                       "that maximum")
+      ->capture_default_str()
+      ->check(WholeNumber(0, kMaxContextOption));
   generate->callback([gen_opts, max_tokens, stop_at_eos, ctx_size] {
     std::vector<int32_t> tokens = ParseTokenList(gen_opts->tokens);
     Loaded l = Load(*gen_opts);
@@ -128,7 +139,11 @@ void RegisterModelCommands(CLI::App& app) {
     g.stop_at_eos = *stop_at_eos;
     g.kv_cache_type = gen_opts->kv_cache_type;
     if (l.package) g.eos_token_ids = l.package->LoadGenerationDefaults().eos_token_ids;
-    g.max_context = *ctx_size > 0 ? *ctx_size : l.model->config().max_position_embeddings;
+    const int64_t max_positions = l.model->config().max_position_embeddings;
+    if (*ctx_size > max_positions)
+      ThrowError(ErrorCode::kInvalidArgument, "--ctx-size {} exceeds the model's max_position_embeddings of {}",
+                 *ctx_size, max_positions);
+    g.max_context = *ctx_size > 0 ? *ctx_size : max_positions;
     std::vector<int32_t> out = GreedyGenerate(*l.model, tokens, g);
     std::string s = "[";
     for (size_t i = 0; i < out.size(); ++i) s += (i ? "," : "") + std::to_string(out[i]);

@@ -7,6 +7,7 @@
 #include <memory>
 #include <thread>
 
+#include "app/cli_checks.h"
 #include "app/commands.h"
 #include "app/model_options.h"
 #include "base/error.h"
@@ -113,24 +114,28 @@ void RegisterServeCommand(CLI::App& app) {
   serve->add_option("--model", o->service.model_path,
                     "Model folder (config.json, *.safetensors, tokenizer.json); default: the embedded model");
   serve->add_option("--host", o->server.host, "Address to listen on")->capture_default_str();
-  serve->add_option("--port", o->server.port, "Port to listen on (0: any free port)")->capture_default_str();
+  serve->add_option("--port", o->server.port, "Port to listen on (0: any free port)")
+      ->capture_default_str()
+      ->check(WholeNumber(0, 65535));
   serve->add_option("--max-concurrency", o->service.engine.max_slots, "Requests generated at once")
       ->capture_default_str()
-      ->check(CLI::Range(1, 4096));
+      ->check(WholeNumber(1, 4096));
   serve->add_option("--max-queue", o->service.engine.max_queue,
                     "Requests that may wait for a slot; beyond that the server answers 429")
-      ->capture_default_str();
-  serve->add_option("--ctx-size", o->service.engine.max_context,
-                    "Context per request in tokens (prompt + output); 0 = the model's max_position_embeddings")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(WholeNumber(0, 1 << 20));
+  serve->add_option("--ctx-size", o->service.engine.max_context,
+                    "Context per request in tokens (prompt + output), at most the model's max_position_embeddings; 0 = "
+                    "that maximum")
+      ->capture_default_str()
+      ->check(WholeNumber(0, kMaxContextOption));
   AddKvCacheOption(serve, o->service.engine.kv_cache_type);
   serve->add_option("--max-batch-tokens", o->service.engine.max_batch_tokens, "Tokens per forward step")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(WholeNumber(1, 1 << 20));
   serve->add_option("--prefill-chunk", o->service.engine.prefill_chunk, "Prompt tokens of one request per step")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(WholeNumber(1, 1 << 20));
   serve->add_flag("--no-pipeline", o->no_pipeline,
                   "Queue a decode step only after the picks of the one before are read; by default, when every "
                   "request of a step picks greedily or draws with a top_k of at most 64 (no penalties, logit_bias, "
@@ -140,22 +145,19 @@ void RegisterServeCommand(CLI::App& app) {
                     "Require this key (Authorization: Bearer KEY, or x-api-key: KEY); default: none");
   serve->add_option("--served-model-name", o->service.served_names,
                     "Name(s) clients use for the model (repeatable); default: the model folder's name");
-  serve->add_option("--max-body-bytes", o->server.max_body_bytes, "Largest request body accepted")
-      ->capture_default_str();
+  serve->add_option("--max-body-bytes", o->server.max_body_bytes, "Largest request body accepted, in bytes")
+      ->capture_default_str()
+      ->check(WholeNumber(1024, int64_t{1} << 32));
   serve->add_option("--grammar-cache-entries", o->service.grammar_cache_entries,
                     "Compiled grammars (JSON schemas, GBNF, regex, tool calls) kept across requests, least recently "
                     "used dropped first")
       ->capture_default_str()
-      ->check(CLI::Range(size_t{1}, size_t{1} << 20));
+      ->check(WholeNumber(1, 1 << 20));
   serve->add_option("--grammar-cache-bytes", o->service.grammar_cache_bytes,
                     "Bytes of token masks the grammar cache may hold")
       ->capture_default_str()
-      ->check(CLI::Range(size_t{1} << 20, size_t{1} << 40));
-  serve->add_option("--backend", o->service.backend.name,
-                    "Compute backend: auto (cuda when a GPU is present, else cpu), cpu or cuda")
-      ->capture_default_str();
-  serve->add_option("--threads", o->service.backend.n_threads, "CPU threads (0 = one per hardware thread)")
-      ->capture_default_str();
+      ->check(WholeNumber(int64_t{1} << 20, int64_t{1} << 40));
+  AddDeviceOptions(serve, o->service.backend);
   serve->callback([o, serve] {
     if (!o->config_path.empty()) ApplyConfigFile(serve, o->config_path);
     Serve(*o);

@@ -13,7 +13,9 @@
 
 namespace infernix {
 
-// --backend, --threads, --gpu, --no-cuda-graphs and --dummy-weights.
+// --backend, --threads, --gpu and --no-cuda-graphs (serve and the model commands).
+void AddDeviceOptions(CLI::App* cmd, BackendOptions& backend);
+// AddDeviceOptions and --dummy-weights.
 void AddBackendOptions(CLI::App* cmd, BackendOptions& backend, bool& dummy_weights);
 
 // --kv-cache-dtype, a checked choice: auto sets `kv_type` (which must outlive `cmd`) to

@@ -19,6 +19,9 @@ std::string CudaUnavailable(int device) {
 }
 
 std::unique_ptr<Backend> CreateBackend(const BackendOptions& options) {
+  if (options.n_threads > BackendOptions::kMaxThreads)
+    ThrowError(ErrorCode::kInvalidArgument, "--threads {}: at most {} CPU threads", options.n_threads,
+               BackendOptions::kMaxThreads);
   std::string name = options.name;
   if (name == "auto") name = CudaUnavailable(options.cuda_device).empty() ? "cuda" : "cpu";
   if (name == "cpu") return std::make_unique<CpuBackend>(options.n_threads);

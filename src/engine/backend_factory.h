@@ -11,8 +11,9 @@
 namespace infernix {
 
 struct BackendOptions {
+  static constexpr size_t kMaxThreads = 4096;
   std::string name = "auto";
-  size_t n_threads = 0;     // CPU threads; 0 = one per hardware thread
+  size_t n_threads = 0;     // CPU threads; 0 = one per hardware thread; at most kMaxThreads
   int cuda_device = 0;      // CUDA: which GPU
   bool cuda_graphs = true;  // CUDA: replay repeated forward passes (decode steps) as CUDA graphs
   bool cuda_fuse = true;    // CUDA: fuse neighbouring ops (off: every op its own launch; tests compare both)
@@ -22,7 +23,7 @@ struct BackendOptions {
   bool cuda_verify_replay = false;
 };
 
-// Throws Error(kInvalidArgument) for an unknown name, kUnsupported for one this build or machine
+// Throws Error(kInvalidArgument) for an unknown name or more than kMaxThreads threads, kUnsupported for one this build or machine
 // lacks (naming the reason: no CUDA in this build, no GPU, a GPU that is too old).
 std::unique_ptr<Backend> CreateBackend(const BackendOptions& options);
 

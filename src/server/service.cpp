@@ -4,6 +4,7 @@
 #include <chrono>
 #include <filesystem>
 
+#include "base/error.h"
 #include "embedded_model.h"
 #include "grammar/compose.h"
 #include "grammar/gbnf.h"
@@ -37,6 +38,11 @@ ModelService::ModelService(const ServiceOptions& options, std::unique_ptr<Backen
   // A Hugging Face folder, a GGUF file, or the embedded default model.
   package_ = options.model_path.empty() ? ModelPackage::FromFiles(EmbeddedDefaultModel())
                                         : ModelPackage::Open(options.model_path);
+  const int64_t max_positions = package_->config().max_position_embeddings;
+  if (options.engine.max_context > max_positions)
+    ThrowError(ErrorCode::kInvalidArgument,
+               "context size {} (--ctx-size) exceeds the model's max_position_embeddings of {}",
+               options.engine.max_context, max_positions);
   backend_ = std::move(backend);
   backend_name_ = std::string(backend_->name());
   tokenizer_ = package_->LoadTokenizer();  // first: it checks that its ids fit the model's vocabulary
