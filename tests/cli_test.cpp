@@ -148,15 +148,17 @@ TEST(Cli, NumericOptionsAreChecked) {
       {"serve --gpu 2000", "--gpu: must be a whole number from 0 to 1023, not '2000'"},
       {"generate --tokens 1 --ctx-size -4", "--ctx-size: must be a whole number from 0 to 1073741824, not '-4'"},
       {"generate --tokens 1 --threads 5000", "--threads: must be a whole number from 0 to 4096, not '5000'"},
+      {"bench --n-prompt abc", "--n-prompt: must be a whole number from 1 to 1073741824, not 'abc'"},
+      {"bench --num-layers 0 --dummy-weights", "--num-layers: must be a whole number from 1 to 4096, not '0'"},
       {"serve --port 0 --ctx-size 300000",
-       "error: context size 300000 (--ctx-size) exceeds the model's max_position_embeddings of 262144"},
+       "context size 300000 (--ctx-size) exceeds the model's max_position_embeddings of 262144"},
       {"generate --tokens 1 --ctx-size 300000",
-       "error: --ctx-size 300000 exceeds the model's max_position_embeddings of 262144"},
+       "--ctx-size 300000 exceeds the model's max_position_embeddings of 262144"},
   };
   for (const Case& c : cases) {
     Result r = RunCli(c.args, /*time_limit_s=*/60);
-    EXPECT_NE(r.status, 0) << c.args << "\n" << r.output;
-    EXPECT_NE(r.output.find(c.message), std::string::npos) << c.args << "\n" << r.output;
+    EXPECT_EQ(r.status, 1) << c.args << "\n" << r.output;
+    EXPECT_EQ(r.output.rfind("error: " + c.message, 0), 0u) << c.args << "\n" << r.output;
   }
   // The same check for a value from serve's --config file.
   fs::path config = fs::temp_directory_path() / "infernix_cli_numbers.toml";

@@ -23,6 +23,7 @@
 #include <span>
 #include <thread>
 
+#include "app/cli_checks.h"
 #include "app/commands.h"
 #include "app/model_options.h"
 #include "base/error.h"
@@ -161,8 +162,6 @@ struct Row {
 };
 
 void Run(const BenchOptions& o) {
-  if (o.n_prompt < 1 || o.n_gen < 1 || o.repetitions < 1)
-    ThrowError(ErrorCode::kInvalidArgument, "--n-prompt, --n-gen and --repetitions must be positive");
   const std::vector<int64_t> batches = ParseIntList(o.batches, "--batch", 1, "a positive batch size", "1,2,4,8");
   const std::vector<int64_t> depths =
       ParseIntList(o.depths, "--depth", 0, "a context length of 0 or more tokens", "0,4096");
@@ -173,7 +172,6 @@ void Run(const BenchOptions& o) {
   auto t_load = std::chrono::steady_clock::now();
   if ((!o.dummy_quant.empty() || o.num_layers != 0) && !o.dummy_weights)
     ThrowError(ErrorCode::kInvalidArgument, "--dummy-quant and --num-layers need --dummy-weights");
-  if (o.num_layers < 0) ThrowError(ErrorCode::kInvalidArgument, "--num-layers must be positive");
   if (o.greedy + o.sample + o.host_sample > 1)
     ThrowError(ErrorCode::kInvalidArgument, "--greedy, --sample and --host-sample exclude each other");
   if (o.sync_picks && !o.picks()) ThrowError(ErrorCode::kInvalidArgument, "--sync-picks needs --greedy or --sample");
@@ -198,7 +196,6 @@ void Run(const BenchOptions& o) {
                  depth, o.n_gen, warmup, depth + o.n_gen + warmup, c.max_position_embeddings);
   // --ctx-size: every state holds that many tokens, as a server started with it sizes its slots (the CUDA
   // decode attention's split count follows the state's size); it must hold what the run puts in it.
-  if (o.ctx_size < 0) ThrowError(ErrorCode::kInvalidArgument, "--ctx-size must be 0 or more");
   if (o.ctx_size > c.max_position_embeddings)
     ThrowError(ErrorCode::kInvalidArgument, "--ctx-size {} exceeds the model's max_position_embeddings of {}",
                o.ctx_size, c.max_position_embeddings);
@@ -417,8 +414,12 @@ void RegisterBenchCommand(CLI::App& app) {
                   "Model folder, or with --dummy-weights a config .json; default: the embedded qwen3-next-e2e model");
   AddBackendOptions(cmd, o->backend, o->dummy_weights);
   AddKvCacheOption(cmd, o->kv_cache_type);
-  cmd->add_option("--n-prompt,-p", o->n_prompt, "Prompt tokens processed in one forward pass")->capture_default_str();
-  cmd->add_option("--n-gen,-n", o->n_gen, "Tokens generated per sequence")->capture_default_str();
+  cmd->add_option("--n-prompt,-p", o->n_prompt, "Prompt tokens processed in one forward pass")
+      ->capture_default_str()
+      ->check(WholeNumber(1, kMaxContextOption));
+  cmd->add_option("--n-gen,-n", o->n_gen, "Tokens generated per sequence")
+      ->capture_default_str()
+      ->check(WholeNumber(1, kMaxContextOption));
   cmd->add_option("--depth,-d", o->depths,
                   "Context tokens before the timed decode steps, comma-separated (one row per batch size and "
                   "depth): every sequence is first prefilled with D tokens (not timed; the prompt test is "
@@ -429,9 +430,12 @@ void RegisterBenchCommand(CLI::App& app) {
                   "Tokens of context each sequence's state holds, as the server's --ctx-size sizes its slots (the "
                   "CUDA decode attention splits a context by it); 0 = just what the run needs (--n-prompt for the "
                   "prompt test, D + M + the warm-up steps for generation)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(WholeNumber(0, kMaxContextOption));
   cmd->add_option("--batch,-b", o->batches, "Generation batch sizes, comma-separated")->capture_default_str();
-  cmd->add_option("--repetitions,-r", o->repetitions, "Timed prompt runs (median reported)")->capture_default_str();
+  cmd->add_option("--repetitions,-r", o->repetitions, "Timed prompt runs (median reported)")
+      ->capture_default_str()
+      ->check(WholeNumber(1, 1000));
   cmd->add_option("--json", o->json_path, "Also write the results as JSON to this file");
   cmd->add_flag("--greedy", o->greedy,
                 "Generation steps take the backend's greedy picks, as the server does for greedy requests "
@@ -451,7 +455,8 @@ void RegisterBenchCommand(CLI::App& app) {
                 "server's form with --no-pipeline)");
   cmd->add_option("--num-layers", o->num_layers,
                   "With --dummy-weights: keep only the first N layers, to measure a model larger than the device "
-                  "per layer (a hybrid keeps its layer pattern)");
+                  "per layer (a hybrid keeps its layer pattern)")
+      ->check(WholeNumber(1, 4096));
   cmd->add_option("--dummy-quant", o->dummy_quant,
                   "With --dummy-weights: make the projection weights random blocks of this type (a GGUF block "
                   "type: q4_0, q4_1, q5_0, q5_1, q8_0, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs; or "

@@ -20,7 +20,10 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    // A bad command line is bad input like any other: "error: ..." and status 1.
+    std::fprintf(stderr, "error: %s\nRun with --help for more information.\n", e.what());
+    return 1;
   } catch (const infernix::Error& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 1;
