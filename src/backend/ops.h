@@ -144,6 +144,11 @@ class Backend {
   // Scratch memory for activations, valid until the next ResetScratch(). Contents undefined.
   virtual Tensor Scratch(DType dtype, Shape shape) = 0;
   virtual void ResetScratch() = 0;
+  // The caller will not read x's contents again (until it writes them): the backend may leave them
+  // unspecified where an op already called would only keep them up to date. No op's other outputs change.
+  // (The CUDA backend's fused decode attention then skips writing its prepared q and k rows back in place,
+  // and the cross-block count that orders that write.) Optional: the default does nothing.
+  virtual void Discard(const Tensor& /*x*/) {}
   virtual void CopyToBackend(const void* host, Tensor dst) = 0;      // dst.size_bytes() bytes
   virtual void CopyToHost(const Tensor& src, void* host) = 0;        // src.size_bytes() bytes
   // Waits for src (f32) and returns its values in host memory that the caller may change, valid until

@@ -36,6 +36,7 @@ Tensor RunAttention(LayerContext& ctx, const AttentionWeights& w, int attention_
   Tensor attn = NewAct(ctx, {n, hq, d});
   float scale = 1.0f / std::sqrt(static_cast<float>(d));
   be.Attention(q, k, v, ctx.state, attention_layer, ctx.layout, scale, attn);
+  for (const Tensor* t : {&q, &k, &v}) be.Discard(*t);  // normed and rotated in place, read by nothing after
   Tensor flat = attn.Reshaped({n, hq * d});
   if (w.gated) be.SigmoidMul(flat, gate, flat);
   Tensor out = NewAct(ctx, {n, c.hidden_size});

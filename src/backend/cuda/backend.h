@@ -72,6 +72,7 @@ class CudaBackend final : public Backend {
   void Add(const Tensor& a, const Tensor& b, Tensor out) override;
   void SiluMul(const Tensor& gate, const Tensor& up, Tensor out) override;
   void SigmoidMul(const Tensor& x, const Tensor& gate, Tensor out) override;
+  void Discard(const Tensor& x) override;
   void SliceColumns(const Tensor& x, int64_t col_begin, Tensor out) override;
   void Rope(Tensor x, const BatchLayout& layout, const Tensor& inv_freq, float attention_scale) override;
   void Attention(const Tensor& q, const Tensor& k, const Tensor& v, SequenceState& state, int layer,

@@ -447,6 +447,17 @@ void CudaBackend::SigmoidMul(const Tensor& x, const Tensor& gate, Tensor out) {
   Enqueue(cuda::LaunchBinary, static_cast<int>(cuda::kOpSigmoidMul), Dt(x), x.data, gate.data, out.data, x.numel());
 }
 
+void CudaBackend::Discard(const Tensor& x) {
+  if (pending_ != Pending::kAttention) return;  // only the held attention's write-backs can still be left out
+  cuda::DecodeAttentionFusion& f = pending_attention_.fusion;
+  for (int i = 0; i < f.prep.n_tensors; ++i) {
+    const cuda::HeadPrep& t = f.prep.t[i];
+    const int64_t bytes = int64_t{pending_attention_.layout.n_tokens} * t.heads * f.prep.head_dim *
+                          static_cast<int64_t>(sizeof(uint16_t));
+    if (t.x == x.data && static_cast<int64_t>(x.size_bytes()) >= bytes) f.keep_rows &= ~(1 << i);
+  }
+}
+
 void CudaBackend::LaunchHeldAttention(const void* gate) {
   pending_ = Pending::kNone;
   PendingAttention& a = pending_attention_;

@@ -382,6 +382,10 @@ struct DecodeAttentionFusion {
   // rows), for the quantized product that reads them next.
   void* xq = nullptr;
   int32_t xq_group = 0, xq_block = 0;
+  // Bit i set: prep.t[i]'s rows, where the preparation changes them, are written back in place as the
+  // separate ops would leave them. Cleared by Backend::Discard (nothing reads them after the attention):
+  // then with shares of the group (one split) no block counts the others out before its write-back.
+  int32_t keep_rows = 0b111;
 };
 // Whether the fused decode attention can round its output to int8 (DecodeAttentionFusion::xq) for this
 // head_dim and number of query heads.
