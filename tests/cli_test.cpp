@@ -151,9 +151,9 @@ TEST(Cli, NumericOptionsAreChecked) {
       {"bench --n-prompt abc", "--n-prompt: must be a whole number from 1 to 1073741824, not 'abc'"},
       {"bench --num-layers 0 --dummy-weights", "--num-layers: must be a whole number from 1 to 4096, not '0'"},
       {"serve --port 0 --ctx-size 300000",
-       "context size 300000 (--ctx-size) exceeds the model's max_position_embeddings of 262144"},
+       "context size 300000 (--ctx-size) exceeds the 262144 tokens the model is configured for"},
       {"generate --tokens 1 --ctx-size 300000",
-       "--ctx-size 300000 exceeds the model's max_position_embeddings of 262144"},
+       "--ctx-size 300000 exceeds the 262144 tokens the model is configured for"},
   };
   for (const Case& c : cases) {
     Result r = RunCli(c.args, /*time_limit_s=*/60);
@@ -334,7 +334,7 @@ TEST(Cli, BenchWithDepth) {
   ExpectError("bench --backend cpu --model " + ModelDir("qwen3-next-tiny") + " -p 4 -n 2 -b 1,0",
               {"--batch: '0'", "positive"});
   // qwen3-next-tiny has max_position_embeddings 4096: 4092 + 2 + 4 warm-up steps = 4098 tokens.
-  ExpectError(model + " --depth 4092", {"4098", "max_position_embeddings of 4096"});
+  ExpectError(model + " --depth 4092", {"4098", "exceed the 4096 tokens the model is configured for"});
 
   // --ctx-size: states sized as a server's slots, named in the header and the JSON; too small for the run
   // (6 + 2 + 4 warm-up steps = 12 tokens) or past the model's context, a clear error.
@@ -345,7 +345,7 @@ TEST(Cli, BenchWithDepth) {
   EXPECT_EQ(nlohmann::json::parse(testing::ReadBinary(json))["ctx_size"], 64);
   fs::remove(json);
   ExpectError(model + " --depth 6 --ctx-size 11", {"--ctx-size 11", "12 tokens the run needs"});
-  ExpectError(model + " --ctx-size 5000", {"--ctx-size 5000", "max_position_embeddings of 4096"});
+  ExpectError(model + " --ctx-size 5000", {"--ctx-size 5000", "exceeds the 4096 tokens the model is configured for"});
   ExpectError(model + " --ctx-size -3", {"--ctx-size"});
 }
 

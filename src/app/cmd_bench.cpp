@@ -188,17 +188,18 @@ void Run(const BenchOptions& o) {
   constexpr int64_t kWarmupSteps = 4;
   const bool pipelined = o.picks() && !o.sync_picks;
   const int64_t warmup = pipelined ? 3 * kWarmupSteps : kWarmupSteps;
+  const int64_t context_limit = c.ContextLimit();  // max_position_embeddings, or the RoPE-scaled length
   for (int64_t depth : depths)
-    if (depth > 0 && depth + o.n_gen + warmup > c.max_position_embeddings)
+    if (depth > 0 && depth + o.n_gen + warmup > context_limit)
       ThrowError(ErrorCode::kInvalidArgument,
-                 "--depth {} + --n-gen {} + {} warm-up steps = {} tokens exceed the model's max_position_embeddings "
-                 "of {}",
-                 depth, o.n_gen, warmup, depth + o.n_gen + warmup, c.max_position_embeddings);
+                 "--depth {} + --n-gen {} + {} warm-up steps = {} tokens exceed the {} tokens the model is configured "
+                 "for",
+                 depth, o.n_gen, warmup, depth + o.n_gen + warmup, context_limit);
   // --ctx-size: every state holds that many tokens, as a server started with it sizes its slots (the CUDA
   // decode attention's split count follows the state's size); it must hold what the run puts in it.
-  if (o.ctx_size > c.max_position_embeddings)
-    ThrowError(ErrorCode::kInvalidArgument, "--ctx-size {} exceeds the model's max_position_embeddings of {}",
-               o.ctx_size, c.max_position_embeddings);
+  if (o.ctx_size > context_limit)
+    ThrowError(ErrorCode::kInvalidArgument, "--ctx-size {} exceeds the {} tokens the model is configured for",
+               o.ctx_size, context_limit);
   if (o.ctx_size > 0) {
     const int64_t deepest = *std::max_element(depths.begin(), depths.end());
     const int64_t needed = std::max(o.n_prompt, deepest + o.n_gen + warmup);

@@ -127,8 +127,8 @@ void RegisterModelCommands(CLI::App& app) {
   generate->add_flag("--stop-at-eos", *stop_at_eos,
                      "Stop after an end-of-sequence token (from generation_config.json); default: never stop early");
   generate->add_option("--ctx-size", *ctx_size,
-                       "Context size in tokens (prompt + generated), at most the model's max_position_embeddings; 0 = "
-                       "that maximum")
+                       "Context size in tokens (prompt + generated), at most what the model is configured for "
+                       "(max_position_embeddings, or with RoPE scaling the scaled length); 0 = that maximum")
       ->capture_default_str()
       ->check(WholeNumber(0, kMaxContextOption));
   generate->callback([gen_opts, max_tokens, stop_at_eos, ctx_size] {
@@ -139,11 +139,13 @@ void RegisterModelCommands(CLI::App& app) {
     g.stop_at_eos = *stop_at_eos;
     g.kv_cache_type = gen_opts->kv_cache_type;
     if (l.package) g.eos_token_ids = l.package->LoadGenerationDefaults().eos_token_ids;
-    const int64_t max_positions = l.model->config().max_position_embeddings;
-    if (*ctx_size > max_positions)
-      ThrowError(ErrorCode::kInvalidArgument, "--ctx-size {} exceeds the model's max_position_embeddings of {}",
-                 *ctx_size, max_positions);
-    g.max_context = *ctx_size > 0 ? *ctx_size : max_positions;
+    const int64_t context_limit = l.model->config().ContextLimit();
+    if (*ctx_size > context_limit)
+      ThrowError(ErrorCode::kInvalidArgument,
+                 "--ctx-size {} exceeds the {} tokens the model is configured for (max_position_embeddings, or "
+                 "with RoPE scaling the scaled length)",
+                 *ctx_size, context_limit);
+    g.max_context = *ctx_size > 0 ? *ctx_size : context_limit;
     std::vector<int32_t> out = GreedyGenerate(*l.model, tokens, g);
     std::string s = "[";
     for (size_t i = 0; i < out.size(); ++i) s += (i ? "," : "") + std::to_string(out[i]);

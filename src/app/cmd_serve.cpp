@@ -125,8 +125,8 @@ void RegisterServeCommand(CLI::App& app) {
       ->capture_default_str()
       ->check(WholeNumber(0, 1 << 20));
   serve->add_option("--ctx-size", o->service.engine.max_context,
-                    "Context per request in tokens (prompt + output), at most the model's max_position_embeddings; 0 = "
-                    "that maximum")
+                    "Context per request in tokens (prompt + output), at most what the model is configured for "
+                    "(max_position_embeddings, or with RoPE scaling the scaled length); 0 = that maximum")
       ->capture_default_str()
       ->check(WholeNumber(0, kMaxContextOption));
   AddKvCacheOption(serve, o->service.engine.kv_cache_type);

@@ -233,6 +233,14 @@ int ModelConfig::IndexWithinType(int layer) const {
   return index;
 }
 
+int64_t ModelConfig::ContextLimit() const {
+  if (rope.type == RopeType::kDefault || !(rope.factor > 1.0)) return max_position_embeddings;
+  const int64_t unscaled = rope.type == RopeType::kYarn && rope.original_max_position_embeddings > 0
+                               ? rope.original_max_position_embeddings
+                               : max_position_embeddings;
+  return std::max(max_position_embeddings, static_cast<int64_t>(std::llround(static_cast<double>(unscaled) * rope.factor)));
+}
+
 ModelConfig ParseModelConfig(std::string_view json_text, const std::string& path) {
   json root;
   try {

@@ -84,6 +84,11 @@ struct ModelConfig {
   // is not quantized. The loader repacks such weights into DType::kF8E4M3B128 (model/fp8_weights.h).
   int fp8_block_size = 0;
 
+  // The longest context the model is configured for: max_position_embeddings, or with linear or YaRN RoPE
+  // scaling the unscaled length (YaRN's original_max_position_embeddings, else max_position_embeddings) times
+  // the factor where that is longer (Qwen3's YaRN recipe keeps max_position_embeddings at 40,960 and adds
+  // factor 4 over 32,768: 131,072). The default and the bound of --ctx-size.
+  int64_t ContextLimit() const;
   bool is_hybrid() const { return arch == Architecture::kQwen3Next || arch == Architecture::kQwen35 || arch == Architecture::kQwen35Moe; }
   int CountLayers(LayerType type) const;
   // Index of layer `layer` among the layers of its own type (its KV-cache or state slot row).

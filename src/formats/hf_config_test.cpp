@@ -569,6 +569,22 @@ TEST(HfConfig, YarnRopeScaling) {
   EXPECT_TRUE(c.rope.truncate);
   EXPECT_EQ(c.rope.rotary_dim, 128);
   EXPECT_EQ(c.max_position_embeddings, 131072);
+  EXPECT_EQ(c.ContextLimit(), 131072);  // 32,768 x 4, no more than max_position_embeddings
+}
+
+TEST(HfConfig, ContextLimitFollowsRopeScaling) {
+  // Qwen3's YaRN recipe: max_position_embeddings stays 40,960, rope_scaling adds factor 4 over 32,768.
+  ModelConfig yarn = ParseModelConfig(
+      EditedDense({{"rope_scaling", {{"rope_type", "yarn"}, {"factor", 4.0}, {"original_max_position_embeddings", 32768}}},
+                   {"max_position_embeddings", 40960}}),
+      kPath);
+  EXPECT_EQ(yarn.ContextLimit(), 131072);
+  ModelConfig linear = ParseModelConfig(
+      EditedDense({{"rope_scaling", {{"rope_type", "linear"}, {"factor", 2.0}}}, {"max_position_embeddings", 4096}}),
+      kPath);
+  EXPECT_EQ(linear.ContextLimit(), 8192);
+  ModelConfig plain = ParseModelConfig(EditedDense({{"max_position_embeddings", 40960}}), kPath);
+  EXPECT_EQ(plain.ContextLimit(), 40960);
 }
 
 TEST(HfConfig, YarnViaRopeTypeWithExplicitParameters) {
