@@ -11,8 +11,8 @@ namespace infernix {
 // are parse errors ("--port: must be a whole number from 0 to 65535, not '99999'"). --help shows "lo..hi".
 CLI::Validator WholeNumber(int64_t lo, int64_t hi);
 
-// The bound of a --ctx-size option as written; the model's max_position_embeddings, the real one, is
-// checked once its config is read.
+// The bound of a --ctx-size option as written; the real one, what the model is configured for
+// (ModelConfig::CheckedContextSize), is checked once its config is read.
 inline constexpr int64_t kMaxContextOption = int64_t{1} << 30;
 
 }  // namespace infernix

@@ -197,9 +197,7 @@ void Run(const BenchOptions& o) {
                  depth, o.n_gen, warmup, depth + o.n_gen + warmup, context_limit);
   // --ctx-size: every state holds that many tokens, as a server started with it sizes its slots (the CUDA
   // decode attention's split count follows the state's size); it must hold what the run puts in it.
-  if (o.ctx_size > context_limit)
-    ThrowError(ErrorCode::kInvalidArgument, "--ctx-size {} exceeds the {} tokens the model is configured for",
-               o.ctx_size, context_limit);
+  c.CheckedContextSize(o.ctx_size, fmt::format("--ctx-size {}", o.ctx_size));
   if (o.ctx_size > 0) {
     const int64_t deepest = *std::max_element(depths.begin(), depths.end());
     const int64_t needed = std::max(o.n_prompt, deepest + o.n_gen + warmup);

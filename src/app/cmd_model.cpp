@@ -139,13 +139,7 @@ void RegisterModelCommands(CLI::App& app) {
     g.stop_at_eos = *stop_at_eos;
     g.kv_cache_type = gen_opts->kv_cache_type;
     if (l.package) g.eos_token_ids = l.package->LoadGenerationDefaults().eos_token_ids;
-    const int64_t context_limit = l.model->config().ContextLimit();
-    if (*ctx_size > context_limit)
-      ThrowError(ErrorCode::kInvalidArgument,
-                 "--ctx-size {} exceeds the {} tokens the model is configured for (max_position_embeddings, or "
-                 "with RoPE scaling the scaled length)",
-                 *ctx_size, context_limit);
-    g.max_context = *ctx_size > 0 ? *ctx_size : context_limit;
+    g.max_context = l.model->config().CheckedContextSize(*ctx_size, fmt::format("--ctx-size {}", *ctx_size));
     std::vector<int32_t> out = GreedyGenerate(*l.model, tokens, g);
     std::string s = "[";
     for (size_t i = 0; i < out.size(); ++i) s += (i ? "," : "") + std::to_string(out[i]);

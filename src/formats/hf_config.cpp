@@ -241,6 +241,16 @@ int64_t ModelConfig::ContextLimit() const {
   return std::max(max_position_embeddings, static_cast<int64_t>(std::llround(static_cast<double>(unscaled) * rope.factor)));
 }
 
+int64_t ModelConfig::CheckedContextSize(int64_t requested, std::string_view label) const {
+  const int64_t limit = ContextLimit();
+  if (requested > limit)
+    ThrowError(ErrorCode::kInvalidArgument,
+               "{} exceeds the {} tokens the model is configured for (max_position_embeddings, or with RoPE scaling "
+               "the scaled length)",
+               label, limit);
+  return requested > 0 ? requested : limit;
+}
+
 ModelConfig ParseModelConfig(std::string_view json_text, const std::string& path) {
   json root;
   try {

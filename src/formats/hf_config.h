@@ -89,6 +89,9 @@ struct ModelConfig {
   // the factor where that is longer (Qwen3's YaRN recipe keeps max_position_embeddings at 40,960 and adds
   // factor 4 over 32,768: 131,072). The default and the bound of --ctx-size.
   int64_t ContextLimit() const;
+  // A context size asked for, checked against ContextLimit(): `requested` when > 0, else the limit. Throws
+  // Error(kInvalidArgument) "<label> exceeds the N tokens the model is configured for (...)" when it is longer.
+  int64_t CheckedContextSize(int64_t requested, std::string_view label) const;
   bool is_hybrid() const { return arch == Architecture::kQwen3Next || arch == Architecture::kQwen35 || arch == Architecture::kQwen35Moe; }
   int CountLayers(LayerType type) const;
   // Index of layer `layer` among the layers of its own type (its KV-cache or state slot row).

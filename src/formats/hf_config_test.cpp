@@ -585,6 +585,16 @@ TEST(HfConfig, ContextLimitFollowsRopeScaling) {
   EXPECT_EQ(linear.ContextLimit(), 8192);
   ModelConfig plain = ParseModelConfig(EditedDense({{"max_position_embeddings", 40960}}), kPath);
   EXPECT_EQ(plain.ContextLimit(), 40960);
+  // CheckedContextSize: 0 takes the limit, up to it is kept, beyond it is an error naming both.
+  EXPECT_EQ(yarn.CheckedContextSize(0, "ctx"), 131072);
+  EXPECT_EQ(yarn.CheckedContextSize(65536, "ctx"), 65536);
+  try {
+    plain.CheckedContextSize(65536, "--ctx-size 65536");
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("--ctx-size 65536 exceeds the 40960 tokens"), std::string::npos) << e.what();
+  }
 }
 
 TEST(HfConfig, YarnViaRopeTypeWithExplicitParameters) {

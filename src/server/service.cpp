@@ -38,12 +38,9 @@ ModelService::ModelService(const ServiceOptions& options, std::unique_ptr<Backen
   // A Hugging Face folder, a GGUF file, or the embedded default model.
   package_ = options.model_path.empty() ? ModelPackage::FromFiles(EmbeddedDefaultModel())
                                         : ModelPackage::Open(options.model_path);
-  const int64_t context_limit = package_->config().ContextLimit();
-  if (options.engine.max_context > context_limit)
-    ThrowError(ErrorCode::kInvalidArgument,
-               "context size {} (--ctx-size) exceeds the {} tokens the model is configured for "
-               "(max_position_embeddings, or with RoPE scaling the scaled length)",
-               options.engine.max_context, context_limit);
+  // Checked before the weights load.
+  const int64_t max_context = package_->config().CheckedContextSize(
+      options.engine.max_context, fmt::format("context size {} (--ctx-size)", options.engine.max_context));
   backend_ = std::move(backend);
   backend_name_ = std::string(backend_->name());
   tokenizer_ = package_->LoadTokenizer();  // first: it checks that its ids fit the model's vocabulary
@@ -63,7 +60,7 @@ ModelService::ModelService(const ServiceOptions& options, std::unique_ptr<Backen
   }
   created_ = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   EngineOptions engine_options = options.engine;
-  if (engine_options.max_context <= 0) engine_options.max_context = context_limit;
+  engine_options.max_context = max_context;
   engine_ = std::make_unique<Engine>(*model_, *tokenizer_, engine_options);
 }
 
