@@ -110,6 +110,26 @@ __global__ void __launch_bounds__(kThreads)
   AllowDependentLaunch();
   const int t = blockIdx.x, kvh = blockIdx.y, split = blockIdx.z, tid = threadIdx.x;
   const int hkv = kv.n_kv_heads, d = kv.head_dim, d_chunks = d / 8;
+  // The fused kernel's q and k norm weights (thread tid: elements tid, tid + kThreads of [2][D]) and RoPE's
+  // frequency (tid < half), loaded first: they depend on nothing, while the page copies wait on a chain of
+  // dependent loads (the token's sequence, its slot, the page table) and the block does nothing else before its
+  // wait. (Loaded where they were used, after the first page's copies, they were a round trip of their own:
+  // ~10% of the kernel's stall samples at batch 1, ncu's source page, thirty-seventh session.)
+  constexpr int kWeightsPer = (2 * D + kThreads - 1) / kThreads;
+  static_assert(!kFused || D / 2 <= kThreads, "one RoPE frequency per thread");
+  float w_first[kWeightsPer] = {};
+  float freq_first = 0.0f;
+  if constexpr (kFused) {
+#pragma unroll
+    for (int j = 0; j < kWeightsPer; ++j) {
+      const int i = tid + j * kThreads;
+      if (i < 2 * D) {
+        const HeadPrep& hp = f.prep.t[i / D];
+        if (hp.norm_w != nullptr && i % D < d) w_first[j] = LoadF(hp.norm_w, hp.w_dtype, i % D);
+      }
+    }
+    if (tid < f.prep.half) freq_first = f.prep.inv_freq[tid];
+  }
   const int seq = layout.token_seq[t], slot = layout.seq_info[seq * 4], pos = layout.token_pos[t];
   // Whole pages per split; the splits past the context are empty. The fused kernel keeps a short context in
   // one split (DecodeAttentionFusion::one_split_pages).
@@ -264,15 +284,15 @@ __global__ void __launch_bounds__(kThreads)
       for (int j = 0; j < (kStages > 1 ? kStages - 1 : 1); ++j) load_page(first + j);
     }
     const QkvPrep& p = f.prep;
-    for (int i = tid; i < 2 * D; i += kThreads) {
-      const HeadPrep& hp = p.t[i / D];
-      norm_w[i] = hp.norm_w != nullptr && i % D < d ? LoadF(hp.norm_w, hp.w_dtype, i % D) : 0.0f;
+#pragma unroll
+    for (int j = 0; j < kWeightsPer; ++j) {
+      if (tid + j * kThreads < 2 * D) norm_w[tid + j * kThreads] = w_first[j];
     }
-    for (int i = tid; i < p.half; i += kThreads) {
+    if (tid < p.half) {
       float sn, cs;
-      sincosf(static_cast<float>(pos) * p.inv_freq[i], &sn, &cs);
-      rope_cs[i] = cs * p.rope_scale;
-      rope_sn[i] = sn * p.rope_scale;
+      sincosf(static_cast<float>(pos) * freq_first, &sn, &cs);
+      rope_cs[tid] = cs * p.rope_scale;
+      rope_sn[tid] = sn * p.rope_scale;
     }
     // Items: the group's query heads, then (the owner) the key and the value, warp w taking items w, w + 4,
     // ...; each prepared as PrepHeadRow would (the same bits). A warp's first row loads right after the wait,
