@@ -122,6 +122,31 @@ __device__ __forceinline__ void MmaInt32(int* c, uint32_t a0, uint32_t a1, uint3
   }
 }
 
+// Q4_K / Q5_K: the 8 bytes of 4-bit codes that sub-blocks 2p and 2p + 1 share (low nibbles the even one's,
+// high nibbles the odd one's) at values 8t..8t+7 of a staged chunk c; Q5_K's fifth bits (bit j of each byte
+// for sub-block j, the same 8 bytes for all eight); and sub-block j's codes from them. The one-token product
+// (ChunkProductInt1) loads each pair's bytes and the fifth bits once; the multi-token one takes them through
+// Codes32 per sub-block (loaded once there too, Qwen3-8B q4_k's 2-token step was 1.1% longer on an H100,
+// docs/performance.md).
+template <int T>
+__device__ __forceinline__ uint2 KQuantBytes(const uint8_t* c, int p, int t) {
+  return Lds64(c + (T == kQ4_K ? 16 : 48) + 32 * p + 8 * t);
+}
+template <int T>
+__device__ __forceinline__ uint2 KQuantHighBits(const uint8_t* c, int t) {
+  if constexpr (T == kQ5_K) return Lds64(c + 16 + 8 * t);
+  return make_uint2(0u, 0u);
+}
+template <int T>
+__device__ __forceinline__ uint2 KCodes(uint2 q, uint2 h, int j) {
+  const int sh = 4 * (j & 1);
+  if constexpr (T == kQ5_K) {
+    return make_uint2(((q.x >> sh) & 0x0F0F0F0Fu) | (((h.x >> j) & 0x01010101u) << 4),
+                      ((q.y >> sh) & 0x0F0F0F0Fu) | (((h.y >> j) & 0x01010101u) << 4));
+  }
+  return make_uint2((q.x >> sh) & 0x0F0F0F0Fu, (q.y >> sh) & 0x0F0F0F0Fu);
+}
+
 // The 8 integer codes (unsigned, before the type's offset; Q8_0 and the IQ4 table values: signed) at values 8t..8t+7 of
 // 32-value sub-block j (0..7) of a staged chunk `c` (256 values of one row), for the types with 32-value groups.
 // Their chunks are whole 16-byte words, so `c` is 16-byte aligned and each block's offset decides at
@@ -152,16 +177,8 @@ __device__ __forceinline__ uint2 Codes32(const uint8_t* c, int j, int t) {
     const uint2 q = T == kIQ4_NL ? Lds64At(c + 8 * (t & 1), 18 * j + 2) : Lds64(c + 8 + 16 * j + 8 * (t & 1));
     const int sh = 4 * (t >> 1);
     return make_uint2(Iq4Lookup((q.x >> sh) & 0x0F0F0F0Fu), Iq4Lookup((q.y >> sh) & 0x0F0F0F0Fu));
-  } else if constexpr (T == kQ4_K) {
-    const uint2 q = Lds64(c + 16 + 32 * (j >> 1) + 8 * t);
-    const int sh = 4 * (j & 1);
-    return make_uint2((q.x >> sh) & 0x0F0F0F0Fu, (q.y >> sh) & 0x0F0F0F0Fu);
-  } else {  // kQ5_K
-    const uint2 q = Lds64(c + 48 + 32 * (j >> 1) + 8 * t);
-    const uint2 h = Lds64(c + 16 + 8 * t);
-    const int sh = 4 * (j & 1);
-    return make_uint2(((q.x >> sh) & 0x0F0F0F0Fu) | (((h.x >> j) & 0x01010101u) << 4),
-                      ((q.y >> sh) & 0x0F0F0F0Fu) | (((h.y >> j) & 0x01010101u) << 4));
+  } else {  // kQ4_K, kQ5_K
+    return KCodes<T>(KQuantBytes<T>(c, j >> 1, t), KQuantHighBits<T>(c, t), j);
   }
 }
 
@@ -538,14 +555,30 @@ __device__ __forceinline__ void ChunkProductInt1(const uint8_t* rows16, float* t
   float4 tg, th;
   auto scale = [](const float4& v, int i) { return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w; };
   if constexpr (kG == 32) {
+    // K-quants: a pair's bytes and Q5_K's fifth bits loaded once (with the loads inside Codes32 the
+    // compiler loaded them again for every sub-block: 48 shared loads a chunk where 33 do).
+    constexpr bool kK = T == kQ4_K || T == kQ5_K;
+    uint2 qg = make_uint2(0u, 0u), qh = qg, hg = qg, hh = qg;
+    if constexpr (kK) {
+      hg = KQuantHighBits<T>(rg, t);
+      hh = KQuantHighBits<T>(rh, t);
+    }
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
       uint2 wg, wh;
+      if constexpr (kK) {
+        if (j % 2 == 0) {
+          qg = KQuantBytes<T>(rg, j >> 1, t);
+          qh = KQuantBytes<T>(rh, j >> 1, t);
+        }
+      }
       if constexpr (kNibbleX16) {
         const uint32_t mask = (j & 1) != 0 ? 0xF0F0F0F0u : 0x0F0F0F0Fu;
-        const uint2 qg = Lds64(rg + 16 + 32 * (j >> 1) + 8 * t), qh = Lds64(rh + 16 + 32 * (j >> 1) + 8 * t);
         wg = make_uint2(qg.x & mask, qg.y & mask);
         wh = make_uint2(qh.x & mask, qh.y & mask);
+      } else if constexpr (kK) {
+        wg = KCodes<T>(qg, hg, j);
+        wh = KCodes<T>(qh, hh, j);
       } else {
         wg = Codes32<T>(rg, j, t);
         wh = Codes32<T>(rh, j, t);
