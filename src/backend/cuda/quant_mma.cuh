@@ -126,8 +126,8 @@ __device__ __forceinline__ void MmaInt32(int* c, uint32_t a0, uint32_t a1, uint3
 // high nibbles the odd one's) at values 8t..8t+7 of a staged chunk c; Q5_K's fifth bits (bit j of each byte
 // for sub-block j, the same 8 bytes for all eight); and sub-block j's codes from them. The one-token product
 // (ChunkProductInt1) loads each pair's bytes and the fifth bits once; the multi-token one takes them through
-// Codes32 per sub-block (loaded once there too, Qwen3-8B q4_k's 2-token step was 1.1% longer on an H100,
-// docs/performance.md).
+// Codes32 per sub-block (with the loads hoisted there as well, Qwen3-8B q4_k's 2-token step was 1.1% longer
+// on an H100, docs/performance.md).
 template <int T>
 __device__ __forceinline__ uint2 KQuantBytes(const uint8_t* c, int p, int t) {
   return Lds64(c + (T == kQ4_K ? 16 : 48) + 32 * p + 8 * t);
@@ -555,8 +555,8 @@ __device__ __forceinline__ void ChunkProductInt1(const uint8_t* rows16, float* t
   float4 tg, th;
   auto scale = [](const float4& v, int i) { return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w; };
   if constexpr (kG == 32) {
-    // K-quants: a pair's bytes and Q5_K's fifth bits loaded once (with the loads inside Codes32 the
-    // compiler loaded them again for every sub-block: 48 shared loads a chunk where 33 do).
+    // K-quants: a pair's bytes and Q5_K's fifth bits loaded once (through Codes32 the compiler loaded them
+    // again for every sub-block: 48 shared loads a lane per q4_k chunk, 33 this way).
     constexpr bool kK = T == kQ4_K || T == kQ5_K;
     uint2 qg = make_uint2(0u, 0u), qh = qg, hg = qg, hh = qg;
     if constexpr (kK) {
