@@ -98,6 +98,12 @@ __host__ __device__ constexpr size_t FusedSmemBytes() {
          (kF8 ? 2 * D + 2 * sizeof(float) : 0);
 }
 
+// Whether the fused kernel writes prepared tensor i's rows (0: q, 1: k, 2: v) back in place: the preparation
+// changes them and the caller has not discarded them (DecodeAttentionFusion::keep_rows).
+__device__ __forceinline__ bool WritesPreparedBack(const DecodeAttentionFusion& f, int i) {
+  return PrepChangesRow(f.prep.t[i]) && (f.keep_rows >> i & 1);
+}
+
 // kFused (DecodeAttentionFusion, kernels.h): q, k and v prepared here, the splits merged here. kF8: an FP8
 // cache (kv_f8.cuh), whose pages are staged raw with cp.async and turned into f16 fragments by the warps
 // that use them (kRawStages above).
@@ -354,7 +360,7 @@ __global__ void __launch_bounds__(kThreads)
         const bf16 v = __float2bfloat16_rn(row[i]);
         dst[i] = v;  // zeros past head_dim
         // k; q is written back after the merge (the other splits read it)
-        if (i < d && ti != 0 && sharers == 1 && PrepChangesRow(hp) && (f.keep_rows >> ti & 1)) x[i] = v;
+        if (i < d && ti != 0 && sharers == 1 && WritesPreparedBack(f, ti)) x[i] = v;
       }
       if (ti != 0 && hp.cache != 0) {
         const int64_t crow = KvRowIndex(kv, slot, pos, kvh);
@@ -725,7 +731,7 @@ __global__ void __launch_bounds__(kThreads)
     }
     // Every split has read q: the prepared rows go back in place (a sharer's rows are its own), unless the
     // caller discarded them.
-    if (PrepChangesRow(f.prep.t[0]) && (f.keep_rows & 1)) {
+    if (WritesPreparedBack(f, 0)) {
       bf16* xq = static_cast<bf16*>(f.prep.t[0].x);
       for (int i = tid; i < group * D; i += kThreads) {
         const int r = i / D, c = i % D;
@@ -736,14 +742,13 @@ __global__ void __launch_bounds__(kThreads)
     // bits in every sharer) back in place. (One split only: the counter is the merge's, unused there.) Where
     // the caller discarded them no block writes, so none counts the others out (at batch 1 that count, a
     // release at GPU scope and its atomic, was ~8% of the kernel's stall samples on an H100: ncu's source page).
-    auto kept = [&](int i) { return PrepChangesRow(f.prep.t[i]) && (f.keep_rows >> i & 1); };
-    if (sharers > 1 && (kept(1) || kept(2))) {
+    if (sharers > 1 && (WritesPreparedBack(f, 1) || WritesPreparedBack(f, 2))) {
       const int64_t kv_row = static_cast<int64_t>(t) * hkv + kvh;  // (token, KV head)
       if (LastBlockToArrive(f.counter + kv_row, sharers)) {
 #pragma unroll 1
         for (int i = tid; i < 2 * D; i += kThreads) {
           const int which = 1 + i / D, c = i % D;
-          if (c < d && kept(which)) static_cast<bf16*>(f.prep.t[which].x)[kv_row * d + c] = knew[i];
+          if (c < d && WritesPreparedBack(f, which)) static_cast<bf16*>(f.prep.t[which].x)[kv_row * d + c] = knew[i];
         }
       }
     }
