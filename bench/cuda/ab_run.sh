@@ -18,11 +18,19 @@
 #   AB_PATCHES=".deps/patches/x.patch" bash bench/cuda/ab_run.sh ops runs
 # $AB_CHECKS: device_run.sh steps (e.g. "models ops", with GTEST_FILTER for ops) that run once per tree other
 # than the base, after the builds and before the rounds; only those trees build their binaries.
+# $AB_BASE_PATCH: the baseline as a patch to the working tree instead of a carried archive (the tree with
+# its fixtures and a base archive together pass the 64 MiB a call carries), made into .deps/base.tar.gz here
+# by bench/cuda/patch_archive.sh:
+#   git diff HEAD main -- src bench > .deps/patches/base.patch
+#   AB_BASE_PATCH=.deps/patches/base.patch bash bench/cuda/ab_run.sh runs
 set -uo pipefail
 ROOT=$PWD
 OUT=${OUT:-/tmp/infernix-out}
 DEPS=$ROOT/.deps
 RUN=$ROOT/bench/cuda/device_run.sh
+if [ -n "${AB_BASE_PATCH:-}" ]; then
+  bash "$ROOT/bench/cuda/patch_archive.sh" "$AB_BASE_PATCH" "$DEPS/base.tar.gz" || exit 2
+fi
 if [ ! -f "$DEPS/base.tar.gz" ]; then
   echo "ab_run.sh: no baseline: git archive --format=tar.gz -o .deps/base.tar.gz REV -- . ':!models'" \
     "':!tests/fixtures', and carry .deps" >&2
