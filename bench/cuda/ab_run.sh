@@ -28,16 +28,16 @@ ROOT=$PWD
 OUT=${OUT:-/tmp/infernix-out}
 DEPS=$ROOT/.deps
 RUN=$ROOT/bench/cuda/device_run.sh
+if (($# == 0)); then
+  echo "usage: bench/cuda/ab_run.sh STEP... (device_run.sh's steps)" >&2
+  exit 2
+fi
 if [ -n "${AB_BASE_PATCH:-}" ]; then
   bash "$ROOT/bench/cuda/patch_archive.sh" "$AB_BASE_PATCH" "$DEPS/base.tar.gz" || exit 2
 fi
 if [ ! -f "$DEPS/base.tar.gz" ]; then
   echo "ab_run.sh: no baseline: git archive --format=tar.gz -o .deps/base.tar.gz REV -- . ':!models'" \
-    "':!tests/fixtures', and carry .deps" >&2
-  exit 2
-fi
-if (($# == 0)); then
-  echo "usage: bench/cuda/ab_run.sh STEP... (device_run.sh's steps)" >&2
+    "':!tests/fixtures', and carry .deps; or AB_BASE_PATCH=PATCH (git diff HEAD REV -- src bench)" >&2
   exit 2
 fi
 read -r -a more <<< "${AB_MORE:-}"

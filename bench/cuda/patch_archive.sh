@@ -3,7 +3,8 @@
 # as lay_out_archive.sh takes it (no models/ or tests/fixtures/, which come from the tree it is laid out
 # beside): a tree to build and run beside the base, e.g. a parked commit's diff against main made here
 # (git diff main BRANCH -- src bench > .deps/patches/x.patch) and applied on the GPU machine, where it
-# costs a few KB of the carried 64 MiB instead of a whole archive. Used by ab_run.sh ($AB_PATCHES).
+# costs a few KB of the carried 64 MiB instead of a whole archive. Used by ab_run.sh ($AB_PATCHES, and
+# $AB_BASE_PATCH for the baseline itself).
 #   bench/cuda/patch_archive.sh PATCH ARCHIVE
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
