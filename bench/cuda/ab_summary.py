@@ -23,7 +23,7 @@ TOKS = re.compile(r"^\| (tg\d+(?: @ d\d+)?|pp\d+) \| (\d+) \| ([\d.]+) \|")
 GEMV_HEAD = re.compile(r"^device: .*; (\d+) layers of (\S+) weights")
 GEMV_ROW = re.compile(r"^\| (\d+) \| ([^|]+?) \| ([\d.]+) \|")
 TRACE_HEAD = re.compile(r"^(\d+) steps of (\d+) kernels .*span per step ([\d.]+) us")
-TRACE_ROW = re.compile(r"^(\S.*?)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)$")
+TRACE_ROW = re.compile(r"^(\S.*?)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)(?:\s+([\d.]+))?$")
 
 
 def parse(lines, test="test"):

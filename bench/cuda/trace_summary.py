@@ -9,8 +9,11 @@ cut before every launch of kernel --split (default FeedTokensKernel, the first k
 --split '' turns it off): greedy picks on the device queue the next step before the host reads a token, so
 those steps follow each other with no idle gap and one burst holds several. Within a step, a kernel's
 cost is how much later it ends than every kernel before it (with programmatic launches it starts while the
-previous one runs, so its duration overstates it): the costs of a step add up to its span. Printed per
-kernel name: launches, cost and duration per step (microseconds), and the span of a step.
+previous one runs, so its duration overstates it): the costs of a step add up to its span; its lead is how
+long before the kernels before it ended it started (its first block resident: with a programmatic launch,
+the time its blocks had for the work before their wait, such as a GEMV's first weight copies; 0 for a
+kernel that started after them). Printed per kernel name: launches, cost and duration per step
+(microseconds), the cost and the lead per launch, and the span of a step.
 
     python3 bench/cuda/trace_summary.py trace.csv [--gap 20] [--skip 2] [--top 30] [--min 8] [--order] [--longest]
         [--last | --count N] [--split NAME]
@@ -78,12 +81,13 @@ def span(burst):
 
 
 def costs(step):
-    """(name, start, duration, cost) per kernel of a step, in ns."""
+    """(name, start, duration, cost, lead) per kernel of a step, in ns."""
     out, end_so_far = [], None
     for start, end, name in step:
         cost = end - start if end_so_far is None else max(0, end - end_so_far)
+        lead = 0 if end_so_far is None else max(0, end_so_far - start)
         end_so_far = end if end_so_far is None else max(end_so_far, end)
-        out.append((name, start, end - start, cost))
+        out.append((name, start, end - start, cost, lead))
     return out
 
 
@@ -122,21 +126,24 @@ def main(argv):
           f"{statistics.mean(spans) / 1e3:.1f} us (min {min(spans) / 1e3:.1f}, max {max(spans) / 1e3:.1f})")
     if a.order:
         t0 = steps[-1][0][0]
-        print(f"{'#':>4s}  {'kernel':70s} {'start us':>9s} {'dur us':>8s} {'cost us':>8s}")
-        for i, (name, start, dur, cost) in enumerate(costs(steps[-1])):
-            print(f"{i:4d}  {name:70s} {(start - t0) / 1e3:9.2f} {dur / 1e3:8.2f} {cost / 1e3:8.2f}")
+        print(f"{'#':>4s}  {'kernel':70s} {'start us':>9s} {'dur us':>8s} {'cost us':>8s} {'lead us':>8s}")
+        for i, (name, start, dur, cost, lead) in enumerate(costs(steps[-1])):
+            print(f"{i:4d}  {name:70s} {(start - t0) / 1e3:9.2f} {dur / 1e3:8.2f} {cost / 1e3:8.2f} "
+                  f"{lead / 1e3:8.2f}")
         return
-    per = collections.defaultdict(lambda: [0, 0.0, 0.0])  # launches, cost, duration (summed over steps)
+    # launches, cost, duration, lead (summed over steps)
+    per = collections.defaultdict(lambda: [0, 0.0, 0.0, 0.0])
     for s in steps:
-        for name, _, dur, cost in costs(s):
+        for name, _, dur, cost, lead in costs(s):
             per[name][0] += 1
             per[name][1] += cost
             per[name][2] += dur
+            per[name][3] += lead
     n = len(steps)
-    print(f"{'kernel':70s} {'per step':>8s} {'cost us':>9s} {'dur us':>9s} {'cost/launch':>11s}")
-    for name, (launches, cost, dur) in sorted(per.items(), key=lambda kv: -kv[1][1])[: a.top]:
+    print(f"{'kernel':70s} {'per step':>8s} {'cost us':>9s} {'dur us':>9s} {'cost/launch':>11s} {'lead/launch':>11s}")
+    for name, (launches, cost, dur, lead) in sorted(per.items(), key=lambda kv: -kv[1][1])[: a.top]:
         print(f"{name:70s} {launches / n:8.1f} {cost / n / 1e3:9.1f} {dur / n / 1e3:9.1f} "
-              f"{cost / launches / 1e3:11.2f}")
+              f"{cost / launches / 1e3:11.2f} {lead / launches / 1e3:11.2f}")
 
 
 if __name__ == "__main__":
