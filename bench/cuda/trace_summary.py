@@ -82,12 +82,10 @@ def span(burst):
 
 def costs(step):
     """(name, start, duration, cost, lead) per kernel of a step, in ns."""
-    out, end_so_far = [], None
+    out, end_so_far = [], step[0][0]  # the kernels are in start order: the first costs its duration
     for start, end, name in step:
-        cost = end - start if end_so_far is None else max(0, end - end_so_far)
-        lead = 0 if end_so_far is None else max(0, end_so_far - start)
-        end_so_far = end if end_so_far is None else max(end_so_far, end)
-        out.append((name, start, end - start, cost, lead))
+        out.append((name, start, end - start, max(0, end - end_so_far), max(0, end_so_far - start)))
+        end_so_far = max(end_so_far, end)
     return out
 
 
